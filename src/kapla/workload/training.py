@@ -1,0 +1,146 @@
+"""Training expansion: an inference DAG becomes forward + backward layers.
+
+Walking the forward layers in reverse topological order, every layer gets the
+gradient of its output (``dY``) from its consumers and produces:
+
+* CONV/FC: a weight-gradient layer ``<name>.wgrad`` (reads the forward input
+  ``X`` and ``dY``) and a backward-data layer ``<name>.bwd`` (reads ``dY``,
+  writes ``dX``). Both run the forward loop nest, so each costs exactly the
+  forward MACs. ``.bwd`` is omitted when no producer is a layer, since nothing
+  needs the gradient of the network's inputs.
+* POOL: ``<name>.bwd`` (max pooling also reads ``X`` to find the arg-max).
+* ELTWISE add: nothing; its ``dY`` flows straight to every operand.
+* ELTWISE mul/unary: one ``<name>.bwd<i>`` per operand that needs a gradient,
+  reading ``dY`` and the other operand(s) (the input itself for unary ops).
+
+A layer whose output feeds several consumers sums their contributions in an
+element-wise ``<name>.gradsum`` layer; a concatenation is undone by channel
+slices on the edges. The loss gradient of each network output enters as an
+external input ``<name>.grad``. Forward outputs read again by a backward layer
+are listed in :attr:`Network.kept`: they must be written to DRAM.
+
+So the training MACs are exactly ``3 x`` the forward CONV/FC MACs minus the
+MACs of the CONV/FC layers fed only by network inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kapla.errors import NetworkError
+from kapla.workload.layer import Layer, Op, Phase
+from kapla.workload.network import Edge, Network
+
+
+@dataclass(frozen=True, slots=True)
+class _Grad:
+    """Where (part of) a gradient comes from: a node and an optional channel slice."""
+
+    src: str
+    channels: tuple[int, int] | None = None
+
+    def edge(self, dst: str, port: str) -> Edge:
+        return Edge(self.src, dst, port, self.channels)
+
+
+def training_network(net: Network) -> Network:
+    """The training DAG of the inference network ``net``."""
+    if net.training:
+        raise NetworkError(f"network '{net.name}' is already a training network")
+    inputs = dict(net.inputs)
+    layers: list[Layer] = list(net.layers)
+    edges: list[Edge] = list(net.edges)
+    kept: set[str] = set()
+    grads: dict[str, list[_Grad]] = {layer.name: [] for layer in net.layers}
+
+    def add(layer: Layer, new_edges: list[Edge]) -> str:
+        layers.append(layer)
+        edges.extend(new_edges)
+        return layer.name
+
+    def forward_inputs(layer: Layer, port: str, skip: int | None = None) -> list[Edge]:
+        """The forward in-edges of ``layer`` re-targeted at a backward layer's port."""
+        out = []
+        for i, e in enumerate(net.in_edges(layer.name)):
+            if i == skip:
+                continue
+            out.append(Edge(e.src, "", port, e.channels))
+            if e.src not in net.inputs:
+                kept.add(e.src)
+        return out
+
+    def retarget(es: list[Edge], dst: str) -> list[Edge]:
+        return [Edge(e.src, dst, e.port, e.channels) for e in es]
+
+    for layer in reversed(net.layers):
+        dy = _output_gradient(layer, grads[layer.name], inputs, add)
+        in_edges = net.in_edges(layer.name)
+        needs = [e.src not in net.inputs for e in in_edges]
+
+        if layer.op == Op.ELTWISE and layer.mode == "add":
+            for e, need in zip(in_edges, needs):
+                if need:
+                    grads[e.src].append(dy)
+            continue
+
+        if layer.op == Op.ELTWISE:
+            # d(a*b)/da = dY * b: one backward layer per operand needing a gradient.
+            for i, (e, need) in enumerate(zip(in_edges, needs)):
+                if not need:
+                    continue
+                name = f"{layer.name}.bwd{i}" if len(in_edges) > 1 else f"{layer.name}.bwd"
+                others = forward_inputs(layer, "x", skip=i) if len(in_edges) > 1 else forward_inputs(layer, "x")
+                add(layer.with_phase(Phase.BWD_DATA, name), [dy.edge(name, "dy")] + retarget(others, name))
+                grads[e.src].append(_Grad(name))
+            continue
+
+        if layer.has_weights:
+            name = f"{layer.name}.wgrad"
+            add(layer.with_phase(Phase.WGRAD, name),
+                retarget(forward_inputs(layer, "x"), name) + [dy.edge(name, "dy")])
+
+        if not any(needs):
+            continue
+        name = f"{layer.name}.bwd"
+        bwd = layer.with_phase(Phase.BWD_DATA, name)
+        extra = retarget(forward_inputs(layer, "x"), name) if any(p.name == "x" for p in bwd.ports) else []
+        add(bwd, [dy.edge(name, "dy")] + extra)
+        _split_gradient(net, layer, name, grads)
+
+    return Network(net.name, net.batch, inputs, tuple(layers), tuple(edges), frozenset(kept), training=True)
+
+
+def _output_gradient(layer: Layer, parts: list[_Grad], inputs: dict, add) -> _Grad:
+    """The node holding ``dY`` of ``layer``: the loss, a single consumer, or a sum."""
+    if not parts:
+        name = f"{layer.name}.grad"
+        inputs[name] = layer.ofmap
+        return _Grad(name)
+    if len(parts) == 1:
+        return parts[0]
+    shape = layer.ofmap
+    name = f"{layer.name}.gradsum"
+    total = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode="add", n_inputs=len(parts))
+    add(total, [p.edge(name, "in") for p in parts])
+    return _Grad(name)
+
+
+def _split_gradient(net: Network, layer: Layer, bwd: str, grads: dict[str, list[_Grad]]) -> None:
+    """Hand each layer producer its part of ``dX``, undoing a channel concatenation."""
+    in_edges = net.in_edges(layer.name)
+    if len(in_edges) == 1:
+        e = in_edges[0]
+        if e.src not in net.inputs:
+            grads[e.src].append(_Grad(bwd))
+        return
+    offset = 0
+    for e in in_edges:
+        shape = net.output_shape(e.src)
+        width = (e.channels[1] - e.channels[0]) if e.channels else shape.c
+        if (shape.h, shape.w) != (layer.h, layer.w):
+            # A flattening FC over several inputs: the split is in elements, which
+            # a channel slice of the 1x1 gradient cannot express; keep it whole.
+            width = shape.elems
+        if e.src not in net.inputs:
+            grads[e.src].append(_Grad(bwd, (offset, offset + width)))
+        offset += width
