@@ -1,7 +1,8 @@
 """The model zoo: the networks of the KAPLA and TANGRAM evaluations.
 
 ``get_network(name, batch)`` builds one by name; ``ZOO`` lists them. Names are
-case-insensitive and accept dashes (``MLP-L`` is ``mlp_l``).
+case-insensitive and ignore dashes and underscores (``MLP-L`` and
+``ResNet-152`` are ``mlp_l`` and ``resnet152``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,16 @@ ZOO: dict[str, Callable[[int], Network]] = {
 ALIASES = {"vgg": "vgg16", "resnet": "resnet152", "mlp": "mlp_l", "lstm": "lstm_l"}
 
 
+def _squash(name: str) -> str:
+    return name.strip().lower().replace("-", "").replace("_", "")
+
+
+_LOOKUP = {_squash(n): n for n in ZOO} | {_squash(a): n for a, n in ALIASES.items()}
+
+
 def canonical_name(name: str) -> str | None:
-    key = name.strip().lower().replace("-", "_")
-    key = ALIASES.get(key, key)
-    return key if key in ZOO else None
+    """The zoo key for ``name``, ignoring case, dashes and underscores (None if unknown)."""
+    return _LOOKUP.get(_squash(name))
 
 
 def get_network(name: str, batch: int = 64) -> Network:

@@ -1,0 +1,1 @@
+"""The ``kapla`` command line."""

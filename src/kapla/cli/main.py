@@ -1,0 +1,27 @@
+"""Entry point of the ``kapla`` command."""
+
+from __future__ import annotations
+
+import click
+
+from kapla import __version__
+from kapla.cli.common import KaplaGroup
+from kapla.cli.stats_cmd import stats_cmd
+
+
+@click.group(cls=KaplaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kapla")
+def app() -> None:
+    """kapla: find energy- and time-efficient dataflow schedules of neural
+    networks on spatial accelerators."""
+
+
+app.add_command(stats_cmd)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

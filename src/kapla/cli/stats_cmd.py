@@ -1,0 +1,51 @@
+"""``kapla stats``: layer-by-layer size and work statistics of a network."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from kapla.cli.common import console, emit_json, json_option
+from kapla.workload.load import load_network
+from kapla.workload.stats import network_stats
+
+_MIB = 2**20
+
+
+def _mib(n: int) -> str:
+    return f"{n / _MIB:.3f}" if n else "-"
+
+
+@click.command("stats")
+@click.argument("net")
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Batch size (overrides a file's or model's; zoo default 64).")
+@click.option("--training", is_flag=True, help="Statistics of the training DAG (forward + backward layers).")
+@click.option("--word-bits", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Bits per data word.")
+@json_option
+def stats_cmd(net: str, batch: int | None, training: bool, word_bits: int, json_out: str | None) -> None:
+    """Print per-layer MACs and tensor sizes of NET and its totals.
+
+    NET is a zoo name (alexnet, vgg16, googlenet, resnet50, resnet152,
+    mobilenet, mlp_s/m/l, lstm_m/l), a network file (.yaml/.json) or an ONNX
+    model (.onnx).
+    """
+    network = load_network(net, batch=batch, training=training)
+    st = network_stats(network, word_bits)
+    if json_out is not None:
+        emit_json(st.to_dict(), json_out)
+        return
+    table = Table(title=f"{st.name} ({'training' if st.training else 'inference'}, batch {st.batch}, "
+                        f"{word_bits}-bit words)")
+    for col, just in (("layer", "left"), ("operation", "left"), ("MACs", "right"),
+                      ("output MiB", "right"), ("weights MiB", "right")):
+        table.add_column(col, justify=just)
+    for ls in st.per_layer:
+        table.add_row(ls.name, ls.description, f"{ls.macs:,}" if ls.macs else "-", _mib(ls.out_bytes),
+                      _mib(ls.weight_bytes))
+    console.print(table)
+    console.print(
+        f"layers {st.layers} (CONV {st.conv_layers}, FC {st.fc_layers})   MACs {st.macs:,}\n"
+        f"fmaps  largest {st.fmap_largest_bytes / _MIB:.1f} MiB, total {st.fmap_total_bytes / _MIB:.1f} MiB\n"
+        f"weights largest {st.weight_largest_bytes / _MIB:.2f} MiB, total {st.weight_total_bytes / _MIB:.2f} MiB")

@@ -1,0 +1,221 @@
+"""Network files: a YAML or JSON description of a network, validated with pydantic.
+
+The format (documented in ``docs/network-format.md``)::
+
+    name: tiny
+    batch: 8
+    inputs:
+      data: [3, 32, 32]          # channels, height, width (or [features])
+    layers:
+      - {name: conv1, type: conv, inputs: [data], out_channels: 16, kernel: 3, padding: 1}
+      - {name: pool1, type: pool, inputs: [conv1], kernel: 2, stride: 2}
+      - {name: fc, type: fc, inputs: [pool1], out_features: 10}
+
+Layers may be listed in any order; they are placed in topological order, and
+cycles, references to unknown names and shape mismatches are reported with the
+layer's name and position.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import networkx as nx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kapla.errors import NetworkError, SpecError
+from kapla.workload.network import Network, NetworkBuilder
+
+IntPair = Union[int, tuple[int, int]]
+Padding = Union[int, tuple[int, int], tuple[int, int, int, int]]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _LayerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    inputs: list[str] = Field(min_length=1)
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _one_input(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+class ConvSpec(_LayerSpec):
+    type: Literal["conv"]
+    out_channels: PositiveInt
+    kernel: IntPair
+    stride: IntPair = 1
+    padding: Padding = 0
+    dilation: IntPair = 1
+    groups: PositiveInt = 1
+    in_channels: PositiveInt | None = None
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.conv(self.name, self.inputs, self.out_channels, self.kernel, self.stride, self.padding,
+               self.groups, self.dilation, self.in_channels)
+
+
+class DepthwiseSpec(_LayerSpec):
+    type: Literal["depthwise"]
+    kernel: IntPair
+    stride: IntPair = 1
+    padding: Padding = 0
+    multiplier: PositiveInt = 1
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.depthwise(self.name, self.inputs, self.kernel, self.stride, self.padding, self.multiplier)
+
+
+class FCSpec(_LayerSpec):
+    type: Literal["fc"]
+    out_features: PositiveInt
+    in_features: PositiveInt | None = None
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.fc(self.name, self.inputs, self.out_features, self.in_features)
+
+
+class PoolSpec(_LayerSpec):
+    type: Literal["pool"]
+    kernel: IntPair
+    stride: IntPair | None = None
+    padding: Padding = 0
+    mode: Literal["max", "avg"] = "max"
+    ceil_mode: bool = False
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.pool(self.name, self.inputs, self.kernel, self.stride, self.padding, self.mode, self.ceil_mode)
+
+
+class GlobalPoolSpec(_LayerSpec):
+    type: Literal["global_pool"]
+    mode: Literal["max", "avg"] = "avg"
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.global_pool(self.name, self.inputs, self.mode)
+
+
+class EltwiseSpec(_LayerSpec):
+    type: Literal["eltwise"]
+    mode: Literal["add", "mul", "unary"] = "add"
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.eltwise(self.name, self.inputs, self.mode)
+
+
+LAYER_TYPES = {
+    "conv": ConvSpec,
+    "depthwise": DepthwiseSpec,
+    "fc": FCSpec,
+    "pool": PoolSpec,
+    "global_pool": GlobalPoolSpec,
+    "eltwise": EltwiseSpec,
+}
+
+
+class NetworkSpec(BaseModel):
+    """The top level of a network file (layers are checked one by one, see :func:`parse_network`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    batch: PositiveInt = 1
+    inputs: dict[str, Union[tuple[PositiveInt], tuple[PositiveInt, PositiveInt, PositiveInt]]] = Field(min_length=1)
+    layers: list[dict[str, Any]] = Field(min_length=1)
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _first_error(exc: ValidationError, prefix: str) -> str:
+    err = exc.errors()[0]
+    loc = _where(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("tuple[", "int")))))
+    return f"{prefix}{loc}: {err['msg']}" if loc else f"{prefix}{err['msg']}"
+
+
+def _layer_spec(raw: Any, index: int, source: str) -> _LayerSpec:
+    label = f"{source}: layers[{index}]"
+    if not isinstance(raw, dict):
+        raise SpecError(f"{label}: expected a mapping with name, type and inputs (got {type(raw).__name__})")
+    if "name" in raw:
+        label += f" ('{raw['name']}')"
+    kind = raw.get("type")
+    if kind not in LAYER_TYPES:
+        known = ", ".join(LAYER_TYPES)
+        raise SpecError(f"{label}: unknown layer type {kind!r}; known types: {known}")
+    try:
+        return LAYER_TYPES[kind].model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError(_first_error(exc, f"{label}.")) from None
+
+
+def parse_network(data: Any, source: str = "network", batch: int | None = None) -> Network:
+    """Build a network from the parsed contents of a network file."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a mapping with name, inputs and layers at the top level")
+    try:
+        spec = NetworkSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_first_error(exc, f"{source}: ")) from None
+    layers = [_layer_spec(raw, i, source) for i, raw in enumerate(spec.layers)]
+    order = _topological(layers, spec.inputs.keys(), source)
+    builder = NetworkBuilder(spec.name, batch if batch is not None else spec.batch)
+    for name, shape in spec.inputs.items():
+        builder.input(name, *shape)
+    for i in order:
+        try:
+            layers[i].add_to(builder)
+        except NetworkError as exc:
+            raise SpecError(f"{source}: layers[{i}]: {exc}") from None
+    try:
+        return builder.build()
+    except NetworkError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+
+
+def _topological(layers: list[_LayerSpec], inputs, source: str) -> list[int]:
+    """Indices of ``layers`` in a topological order, preferring file order."""
+    index: dict[str, int] = {}
+    for i, layer in enumerate(layers):
+        if layer.name in index or layer.name in inputs:
+            raise SpecError(f"{source}: layers[{i}] ('{layer.name}'): the name is used twice")
+        index[layer.name] = i
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(layers)))
+    for i, layer in enumerate(layers):
+        for src in layer.inputs:
+            if src in index:
+                g.add_edge(index[src], i)
+            elif src not in inputs:
+                raise SpecError(
+                    f"{source}: layers[{i}] ('{layer.name}'): input '{src}' is neither a layer nor a network input")
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        return list(nx.lexicographical_topological_sort(g))
+    names = [layers[u].name for u, _ in cycle] + [layers[cycle[0][0]].name]
+    raise SpecError(f"{source}: cycle between layers {' -> '.join(names)}")
+
+
+def load_network_file(path: str | Path, batch: int | None = None) -> Network:
+    """Read a YAML or JSON network file (``batch`` overrides the file's batch)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read network file ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise SpecError(f"{path}: malformed file{at}: {problem}") from None
+    return parse_network(data, str(path), batch)
