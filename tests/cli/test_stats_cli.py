@@ -1,0 +1,69 @@
+"""``kapla stats``: tables, JSON, and one-line errors with a non-zero exit."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kapla.cli.main import app
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "tiny_cnn.yaml"
+
+
+def run(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_table_output_has_totals():
+    result = run("stats", "alexnet")
+    assert result.exit_code == 0, result.output
+    assert "layers 19 (CONV 10, FC 3)" in result.output
+    assert "fmaps  largest 17.7 MiB, total 95.4 MiB" in result.output
+
+
+def test_json_to_stdout_and_file(tmp_path):
+    result = run("stats", "mlp_m", "--batch", "64", "--json")
+    data = json.loads(result.output)
+    assert data["layers"] == 4 and data["fmap_total_bytes"] == 225280 and data["weight_total_bytes"] == 2823000
+    target = tmp_path / "out.json"
+    result = run("stats", str(EXAMPLE), "--json", str(target), "--batch", "2")
+    assert result.exit_code == 0
+    data = json.loads(target.read_text())
+    assert data["batch"] == 2 and data["layers"] == 7 and data["macs"] > 0
+
+
+def test_training_and_word_bits():
+    inf = json.loads(run("stats", "alexnet", "--json").output)
+    train = json.loads(run("stats", "alexnet", "--training", "--json").output)
+    assert train["training"] and train["layers"] > inf["layers"]
+    assert 2.8 < train["macs"] / inf["macs"] <= 3.0
+    wide = json.loads(run("stats", "alexnet", "--word-bits", "32", "--json").output)
+    assert wide["weight_total_bytes"] == 2 * inf["weight_total_bytes"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("name: n\ninputs: {x: [3, 8, 8]}\nlayers:\n  - {name: a, type: conv, inputs: b, out_channels: 4, kernel: 1}\n"
+     "  - {name: b, type: conv, inputs: a, out_channels: 3, kernel: 1}\n", "cycle between layers"),
+    ("name: n\ninputs: {x: [3, 8, 8]}\nlayers:\n  - {name: a, type: warp, inputs: x}\n", "unknown layer type 'warp'"),
+    ("name: n\ninputs: {x: [3, 8, 8]}\nlayers:\n  - {name: a, type: conv, inputs: x, out_channels: 4, kernel: 1}\n"
+     "  - {name: e, type: eltwise, inputs: [a, x]}\n", "input 'x' is 3x8x8 but 'a' is 4x8x8"),
+    ("name: n\ninputs: {x: [3, 8, 8]\n", "malformed file"),
+])
+def test_bad_input_exits_non_zero_with_one_line(tmp_path, content, message):
+    path = tmp_path / "net.yaml"
+    path.write_text(content)
+    result = run("stats", str(path))
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+def test_installed_command_reports_errors_without_traceback():
+    proc = subprocess.run([sys.executable, "-m", "kapla.cli.main", "stats", "no_such_net"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: unknown network 'no_such_net'")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
