@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kapla import __version__
+from kapla.cli.arch_cmd import arch_cmd
 from kapla.cli.common import KaplaGroup
 from kapla.cli.stats_cmd import stats_cmd
 
@@ -17,6 +18,7 @@ def app() -> None:
 
 
 app.add_command(stats_cmd)
+app.add_command(arch_cmd)
 
 
 def main() -> None:
