@@ -1,0 +1,1 @@
+"""Dataflow: the tensor-centric directive representation every solver produces."""

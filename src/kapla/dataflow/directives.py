@@ -1,0 +1,170 @@
+"""Tensor-centric dataflow directives (KAPLA Sec. III-B) for one layer.
+
+A layer's intra-layer scheme is written level by level, from the PE register
+files outwards. At each on-chip memory level:
+
+* ``tensor(...)`` declares the block of each tensor one buffer of this level
+  holds (derived here from the loop extents the level covers);
+* ``stack(dim+=shift, repl)`` replicates that block over ``repl`` units of the
+  level (PEs, nodes) at offsets ``shift`` apart: spatial parallelism;
+* ``update(dim+=step)`` moves the blocks through the next level's block, in
+  order from the outermost to the innermost loop: temporal iteration.
+
+Here every stack and update runs over one loop dimension (``N G C K Y X S R``);
+the shifts and steps of the derived tensor dimensions (``Yi`` of a stack over
+``Y``, for instance) follow from the layer's geometry and are printed, not
+stored. The innermost block (``unit``) is what the PE-array mapping template
+puts into one PE. Blocks grow outwards:
+``tile(level + 1) = tile(level) x stacks(level) x updates(level)`` per
+dimension, and the outermost tile must be the whole layer. A tensor kept in a
+level with buffer sharing (TANGRAM's BSD) is stored once across ``shr`` units
+of that level, each holding ``1/shr`` of the block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Mapping
+
+from kapla.dataflow.tensors import DIMS, Kind, TensorRole, footprint, layer_dims, tensor_roles
+from kapla.workload.layer import Layer
+
+
+def _freeze(mapping: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    items = dict(mapping)
+    return tuple((d, int(items[d])) for d in DIMS if d in items and items[d] != 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A temporal loop (``update``) over one dimension."""
+
+    dim: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """A spatial loop (``stack``) over one dimension, laid out as rows x cols units."""
+
+    dim: str
+    rows: int = 1
+    cols: int = 1
+
+    @property
+    def count(self) -> int:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True)
+class LevelScheme:
+    """The stacks and updates of one memory level (the tile is derived)."""
+
+    level: str
+    stacks: tuple[Stack, ...] = ()
+    updates: tuple[Loop, ...] = ()  # outermost first
+    shr: tuple[tuple[Kind, int], ...] = ()  # buffer sharing factor per tensor kind
+    bypass: frozenset[Kind] = frozenset()  # tensors not buffered at this level
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stacks", tuple(self.stacks))
+        object.__setattr__(self, "updates", tuple(self.updates))
+        object.__setattr__(self, "shr", tuple(sorted(dict(self.shr).items())))
+        object.__setattr__(self, "bypass", frozenset(self.bypass))
+
+    @property
+    def parallelism(self) -> int:
+        return math.prod(s.count for s in self.stacks)
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Rows x columns of units this level's stacks occupy."""
+        return (math.prod(s.rows for s in self.stacks), math.prod(s.cols for s in self.stacks))
+
+    def factor(self, dim: str, spatial: bool | None = None) -> int:
+        """Product of this level's loop counts over ``dim`` (stacks, updates or both)."""
+        out = 1
+        if spatial is not False:
+            out *= math.prod(s.count for s in self.stacks if s.dim == dim)
+        if spatial is not True:
+            out *= math.prod(u.count for u in self.updates if u.dim == dim)
+        return out
+
+    def sharing(self, kind: Kind) -> int:
+        return dict(self.shr).get(kind, 1)
+
+
+@dataclass(frozen=True)
+class LayerScheme:
+    """A complete intra-layer scheme: the PE unit block and one entry per on-chip level.
+
+    ``levels`` run from the innermost (register file) outwards; DRAM, which
+    holds every tensor whole, has no entry.
+    """
+
+    layer: Layer
+    batch: int
+    unit: tuple[tuple[str, int], ...]
+    levels: tuple[LevelScheme, ...]
+    ifm_name: str | None = None
+    _tiles: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unit", _freeze(self.unit))
+        object.__setattr__(self, "levels", tuple(self.levels))
+        tiles = [dict(self.unit)]
+        for lvl in self.levels:
+            prev = tiles[-1]
+            tiles.append({d: prev.get(d, 1) * lvl.factor(d) for d in DIMS})
+        object.__setattr__(self, "_tiles", tuple(tiles))
+
+    # ------------------------------------------------------------ structure
+
+    @property
+    def dims(self) -> dict[str, int]:
+        """Full loop extents of the layer at this batch."""
+        return layer_dims(self.layer, self.batch)
+
+    def tile(self, index: int) -> dict[str, int]:
+        """Loop extents covered by one unit at level ``index`` (0 = innermost);
+        ``len(levels)`` gives the extent covered by the whole scheme."""
+        return {d: self._tiles[index].get(d, 1) for d in DIMS}
+
+    @cached_property
+    def roles(self) -> tuple[TensorRole, ...]:
+        return tensor_roles(self.layer, self.ifm_name)
+
+    def tensor_size(self, index: int, kind: Kind) -> int:
+        """Elements of a ``kind`` block held in *one* buffer at level ``index``."""
+        size = footprint(kind, self.tile(index), self.layer)
+        if index < len(self.levels):
+            size = -(-size // self.levels[index].sharing(kind))
+        return size
+
+    def held(self, index: int) -> tuple[TensorRole, ...]:
+        """The tensors buffered at level ``index`` (all but the bypassed ones)."""
+        skip = self.levels[index].bypass if index < len(self.levels) else frozenset()
+        return tuple(r for r in self.roles if r.kind not in skip)
+
+    def buffer_words(self, index: int) -> int:
+        """Words one buffer of level ``index`` must hold for this scheme."""
+        return sum(self.tensor_size(index, r.kind) * r.copies for r in self.held(index))
+
+    def temporal_loops(self, index: int) -> tuple[Loop, ...]:
+        """Temporal loops at and above level ``index``, outermost first."""
+        loops: list[Loop] = []
+        for lvl in reversed(self.levels[index:]):
+            loops.extend(lvl.updates)
+        return tuple(loops)
+
+    @property
+    def trips(self) -> int:
+        """Sequential steps of the whole scheme: all updates times the unit's own work."""
+        unit_ops = math.prod(dict(self.unit).values()) if self.unit else 1
+        return unit_ops * math.prod(u.count for lvl in self.levels for u in lvl.updates)
+
+    @property
+    def total_parallelism(self) -> int:
+        return math.prod(lvl.parallelism for lvl in self.levels)

@@ -1,0 +1,159 @@
+"""The evaluator: energy, time and validity of a layer scheme on hardware.
+
+Cost conventions (DESIGN.md, as the nn_dataflow simulator):
+
+* energy = MAC energy x ops + sum over levels of accesses x access energy
+  + array-bus (ITCN) words x bus energy + NoC word-hops x hop energy
+  + static energy per cycle x time;
+* the innermost level (REGF) is accessed by the datapath: per loop iteration
+  one read of every input operand, and a read and a write of the output;
+* an outer buffer is accessed when it serves its children (reads, multicast
+  once; reduced partial-sum writes) and when it is filled from, or written
+  back to, its own parent; buffer sharing adds a read and a write per rotated
+  word;
+* the array bus carries every word delivered to or collected from a PE;
+* NoC hops: DRAM traffic travels between each node and its nearest DRAM
+  channel, partial sums are combined and shared blocks rotated between
+  neighbour nodes (one hop);
+* time is the largest of the compute steps, the array-bus time (each data
+  type has its own bus, multicasting one transfer to many PEs) and the DRAM
+  bandwidth time.
+
+An invalid scheme gets its reasons and no numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.traffic import BoundaryTraffic, scheme_traffic
+from kapla.model.validity import Validity, check_scheme
+
+ITCN = "ITCN"
+NOC = "NoC"
+MAC = "MAC"
+STATIC = "static"
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """What one layer scheme costs: accesses, hops, energy by component and time."""
+
+    layer: str
+    validity: Validity
+    ops: int = 0
+    accesses: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # level -> tensor -> words
+    noc_hops: float = 0.0
+    energy: Mapping[str, float] = field(default_factory=dict)  # component -> joules
+    time: float = 0.0  # cycles
+    time_parts: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.validity.ok
+
+    @property
+    def total_energy(self) -> float:
+        return sum(self.energy.values())
+
+    def level_accesses(self, level: str) -> float:
+        return sum(self.accesses.get(level, {}).values())
+
+    def objective(self, name: str = "energy") -> float:
+        """The value a solver minimises: energy (J), latency (cycles) or EDP."""
+        if not self.valid:
+            return math.inf
+        if name == "energy":
+            return self.total_energy
+        if name == "latency":
+            return self.time
+        if name == "edp":
+            return self.total_energy * self.time
+        raise ValueError(f"unknown objective {name!r}; use energy, latency or edp")
+
+
+def _channel_distance(arch: ArchSpec, grid: tuple[int, int]) -> float:
+    """Mean hops from the nodes of a rows x cols block (at the origin) to their nearest channel."""
+    rows, cols = grid
+    channels = arch.dram_channel_nodes
+    total = 0
+    for r in range(rows):
+        for c in range(cols):
+            total += min(abs(r - cr) + abs(c - cc) for cr, cc in channels)
+    return total / (rows * cols)
+
+
+def _node_grid(scheme: LayerScheme) -> tuple[int, int]:
+    return scheme.levels[-1].grid if scheme.levels else (1, 1)
+
+
+def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCost:
+    """Cost of ``scheme`` on ``arch``.
+
+    To evaluate a layer on a block of nodes, pass ``arch.with_node_region(...)``:
+    the block then behaves as a smaller chip (its static energy too).
+    """
+    validity = check_scheme(scheme, arch) if check else Validity()
+    if not validity.ok:
+        return LayerCost(scheme.layer.name, validity)
+    names = [level.name for level in arch.levels]
+    traffic = scheme_traffic(scheme)
+    accesses: dict[str, dict[str, float]] = {name: {} for name in names}
+    accesses[ITCN] = {}
+
+    def add(level: str, tensor: str, words: float) -> None:
+        if words:
+            accesses[level][tensor] = accesses[level].get(tensor, 0.0) + words
+
+    layer = scheme.layer
+    ops = layer.loop_ops * scheme.batch
+    for role in scheme.roles:
+        add(names[0], role.name, ops * role.copies * (2 if role.written else 1))
+
+    bus_words: dict[str, float] = {}
+    hops = 0.0
+    top = len(scheme.levels) - 1
+    for bt in traffic:
+        child, parent = names[bt.child], names[bt.child + 1]
+        bypassed = scheme.levels[bt.child].bypass
+        for t in bt.tensors:
+            parent_side = t.parent_reads + t.parent_writes
+            add(parent, t.tensor, parent_side)
+            if bt.child == 0:
+                add(ITCN, t.tensor, t.fills + t.writebacks)
+                bus_words[t.tensor] = bus_words.get(t.tensor, 0.0) + parent_side
+            elif t.kind not in bypassed:
+                add(child, t.tensor, t.fills + t.writebacks + 2 * t.rotated + 2 * t.reduced)
+        if bt.child == top and len(arch.levels) >= 3:
+            hops += _noc_hops(bt, arch, _node_grid(scheme))
+
+    energy = {MAC: ops * arch.mac_energy}
+    for level in arch.levels:
+        energy[level.name] = sum(accesses[level.name].values()) * level.access_energy
+    energy[ITCN] = sum(accesses[ITCN].values()) * arch.bus_energy
+    energy[NOC] = hops * arch.hop_energy
+
+    nodes = scheme.levels[-1].parallelism if len(arch.levels) >= 3 else 1
+    compute = scheme.trips
+    bus = max(bus_words.values(), default=0.0) / nodes / arch.bus_width_words
+    dram = sum(accesses[names[-1]].values()) / arch.dram_bandwidth_words
+    time = max(compute, bus, dram)
+    energy[STATIC] = time * arch.static_energy
+    return LayerCost(layer.name, validity, ops, accesses, hops, energy, time,
+                     {"compute": compute, "bus": bus, "dram": dram})
+
+
+def _noc_hops(bt: BoundaryTraffic, arch: ArchSpec, grid: tuple[int, int]) -> float:
+    """Word-hops of the node level's traffic with DRAM and between neighbour nodes."""
+    distance = _channel_distance(arch, grid)
+    hops = 0.0
+    for t in bt.tensors:
+        # Every node exchanges its own blocks with DRAM (multicast trees are not
+        # modelled, so shared data costs its distance once per receiving node).
+        hops += (t.fills + t.writebacks - t.reduced) * distance
+        hops += t.rotated + t.reduced
+    return hops
