@@ -41,10 +41,12 @@ _LOOP_OF = {"Yo": "Y", "Xo": "X", "N": "N", "G": "G", "C": "C", "K": "K", "S": "
 _PRINTED_AS = {"Y": "Yo", "X": "Xo"}
 
 
-def _tensor_values(kind: Kind, tile: Mapping[str, int], layer: Layer) -> dict[str, int]:
+def _tensor_values(kind: Kind, tile: Mapping[str, int], layer: Layer, batch: int) -> dict[str, int]:
+    """The printed dimensions of a block: those the layer really has (extent > 1)."""
     rows, cols = ifm_extent(tile, layer)
     values = dict(tile, Yi=rows, Xi=cols, Yo=tile["Y"], Xo=tile["X"])
-    return {d: values[d] for d in _TENSOR_DIMS[kind] if d != "G" or layer.groups > 1}
+    full = {"N": batch, **layer.loops}
+    return {d: values[d] for d in _TENSOR_DIMS[kind] if full.get(_LOOP_OF.get(d, ""), 2) > 1}
 
 
 def _shifts(dim: str, step: int, layer: Layer) -> str:
@@ -66,7 +68,7 @@ def format_scheme(scheme: LayerScheme, level_names: tuple[str, ...] | None = Non
         tile = scheme.tile(index)
         lines.append(f"  {lvl.level}:")
         for role in scheme.roles:
-            dims = ", ".join(f"{k}={v}" for k, v in _tensor_values(role.kind, tile, layer).items())
+            dims = ", ".join(f"{k}={v}" for k, v in _tensor_values(role.kind, tile, layer, scheme.batch).items())
             flags = ""
             if lvl.sharing(role.kind) > 1:
                 flags += f", shr={lvl.sharing(role.kind)}"
@@ -118,6 +120,7 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
         raise SpecError(f"directive listing: unknown layer '{name}'")
     layer = layers[name]
     levels: list[dict] = []
+    ifm_name = None
     for lineno, line in enumerate(lines[1:], start=2):
         where = f"directive listing of '{name}', line {lineno}"
         if m := _LEVEL.match(line):
@@ -133,6 +136,8 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
             role = _role_named(layer, tname)
             if role is None:
                 raise SpecError(f"{where}: layer '{name}' has no tensor '{tname}'")
+            if role.kind == Kind.IFM and not role.written:
+                ifm_name = tname
             lvl["tensors"][role.kind] = {k: int(v) for k, v in values.items() if k != "shr"}
             if "shr" in values:
                 lvl["shr"][role.kind] = int(values["shr"])
@@ -163,7 +168,7 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
         updates = _update_counts(lvl, tiles[index], tiles[index + 1], name)
         out.append(LevelScheme(lvl["level"], tuple(lvl["stacks"]), updates, tuple(lvl["shr"].items()),
                                frozenset(lvl["bypass"])))
-    return LayerScheme(layer, batch, tuple(tiles[0].items()), tuple(out))
+    return LayerScheme(layer, batch, tuple(tiles[0].items()), tuple(out), ifm_name=ifm_name)
 
 
 def _role_named(layer: Layer, tname: str) -> TensorRole | None:
@@ -195,18 +200,21 @@ def _tile_from_tensors(layer: Layer, tensors: Mapping[Kind, Mapping[str, int]], 
 
 
 def _update_counts(lvl: dict, tile: Mapping[str, int], parent: Mapping[str, int], name: str) -> tuple[Loop, ...]:
+    """Counts of a level's updates: each splits the block it advances through
+    (the parent's, or the enclosing update's step) into ceil(block / step) steps."""
     stacked = dict(tile)
     for st in lvl["stacks"]:
         stacked[st.dim] *= st.count
     counts: list[Loop] = []
     reach = dict(parent)
     for dim, step in lvl["updates"]:  # outermost first
-        if step <= 0 or reach[dim] % step:
-            raise SpecError(f"directive listing of '{name}': update({dim}+={step}) does not divide {reach[dim]}")
-        counts.append(Loop(dim, reach[dim] // step))
+        if not 0 < step <= reach[dim]:
+            raise SpecError(f"directive listing of '{name}': update({_PRINTED_AS.get(dim, dim)}+={step}) "
+                            f"steps outside the {reach[dim]} it iterates")
+        counts.append(Loop(dim, -(-reach[dim] // step)))
         reach[dim] = step
     for dim in DIMS:
-        if reach[dim] != stacked[dim]:
+        if stacked[dim] < reach[dim] or (reach[dim] < stacked[dim] and any(d == dim for d, _ in lvl["updates"])):
             raise SpecError(
                 f"directive listing of '{name}', level {lvl['level']}: blocks of {_PRINTED_AS.get(dim, dim)}="
                 f"{stacked[dim]} do not tile the next level's {reach[dim]}")

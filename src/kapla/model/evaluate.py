@@ -11,7 +11,9 @@ Cost conventions (DESIGN.md, as the nn_dataflow simulator):
   once; reduced partial-sum writes) and when it is filled from, or written
   back to, its own parent; buffer sharing adds a read and a write per rotated
   word;
-* the array bus carries every word delivered to or collected from a PE;
+* the array bus carries every word delivered to or collected from a PE; where
+  PEs pass data to their neighbours (systolic arrays), it carries only what
+  enters or leaves the array, and each neighbour hop is a register write;
 * NoC hops: DRAM traffic travels between each node and its nearest DRAM
   channel, partial sums are combined and shared blocks rotated between
   neighbour nodes (one hop);
@@ -115,6 +117,7 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCo
         add(names[0], role.name, ops * role.copies * (2 if role.written else 1))
 
     bus_words: dict[str, float] = {}
+    systolic = arch.levels[0].same_level_transfer
     hops = 0.0
     top = len(scheme.levels) - 1
     for bt in traffic:
@@ -124,7 +127,14 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCo
             parent_side = t.parent_reads + t.parent_writes
             add(parent, t.tensor, parent_side)
             if bt.child == 0:
-                add(ITCN, t.tensor, t.fills + t.writebacks)
+                delivered = t.fills + t.writebacks
+                if systolic:
+                    # Words enter and leave at the array's edges; the rest hop
+                    # between neighbour PEs, one register write each.
+                    add(ITCN, t.tensor, parent_side)
+                    add(names[0], t.tensor, max(delivered - parent_side, 0.0))
+                else:
+                    add(ITCN, t.tensor, delivered)
                 bus_words[t.tensor] = bus_words.get(t.tensor, 0.0) + parent_side
             elif t.kind not in bypassed:
                 add(child, t.tensor, t.fills + t.writebacks + 2 * t.rotated + 2 * t.reduced)

@@ -1,0 +1,74 @@
+"""PE-array mapping templates: how one node's PE array takes its share of a layer.
+
+A template turns the loop extents a node must cover into the innermost
+directives: the unit block one PE holds, the stacks that spread work over
+the PE array, and any temporal loops the pattern fixes innermost. Everything
+above is left to loop blocking. Each template is one module registering a
+function under the name the hardware spec uses (``pe_mapping``), so another
+template is one more module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from kapla.dataflow.directives import Loop, Stack
+from kapla.errors import ArchError
+from kapla.workload.layer import Layer
+
+
+@dataclass(frozen=True)
+class PeMapping:
+    """The innermost directives a template fixes for one layer on one PE array."""
+
+    template: str
+    unit: tuple[tuple[str, int], ...]
+    stacks: tuple[Stack, ...]
+    inner: tuple[Loop, ...] = ()  # temporal loops fixed innermost at the PE level (outermost first)
+    note: str = field(default="", compare=False)
+
+    @property
+    def unit_dims(self) -> dict[str, int]:
+        return dict(self.unit)
+
+    def covered(self) -> dict[str, int]:
+        """Loop extents one pass of the PE array covers (unit x stacks x fixed loops)."""
+        out = dict(self.unit)
+        for st in self.stacks:
+            out[st.dim] = out.get(st.dim, 1) * st.count
+        for lp in self.inner:
+            out[lp.dim] = out.get(lp.dim, 1) * lp.count
+        return out
+
+
+MappingFn = Callable[[Layer, Mapping[str, int], tuple[int, int]], list[PeMapping]]
+_TEMPLATES: dict[str, MappingFn] = {}
+
+
+def register(name: str) -> Callable[[MappingFn], MappingFn]:
+    def deco(fn: MappingFn) -> MappingFn:
+        _TEMPLATES[name] = fn
+        return fn
+    return deco
+
+
+def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
+                pe_array: tuple[int, int]) -> list[PeMapping]:
+    """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``."""
+    try:
+        fn = _TEMPLATES[template]
+    except KeyError:
+        raise ArchError(f"no PE mapping template {template!r} (known: {', '.join(sorted(_TEMPLATES))})") from None
+    return fn(layer, extents, pe_array)
+
+
+def fold(extent: int, units: int) -> tuple[int, int]:
+    """Spread ``extent`` over at most ``units``: (units used, temporal folds), with no idle fold."""
+    folds = -(-extent // units)
+    return -(-extent // folds), folds
+
+
+from kapla.dataflow.mapping import row_stationary, systolic  # noqa: E402,F401  (registration)
+
+__all__ = ["PeMapping", "fold", "pe_mappings", "register"]

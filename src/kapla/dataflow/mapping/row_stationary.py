@@ -1,0 +1,41 @@
+"""Row stationary (Eyeriss): each PE convolves one filter row with one input row.
+
+Filter rows (``S``) go down the PE array's rows and output rows (``Y``) across
+its columns, so an input row is shared diagonally and partial sums accumulate
+down a column. Each PE holds one filter row (``R``) and slides over the output
+row (``X``) with one new input element per step. A dimension larger than the
+array is folded (the rest is left to loop blocking); spare rows replicate the
+mapping over input channels or filters, spare columns over samples or filters.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from kapla.dataflow.directives import Loop, Stack
+from kapla.dataflow.mapping import PeMapping, fold, register
+from kapla.workload.layer import Layer
+
+
+@register("row_stationary")
+def row_stationary(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int, int]) -> list[PeMapping]:
+    rows, cols = pe_array
+    s_rows, _ = fold(extents["S"], rows)
+    y_cols, _ = fold(extents["Y"], cols)
+    base = [Stack("Y", 1, y_cols), Stack("S", s_rows, 1)]
+    inner = (Loop("X", extents["X"]),) if extents["X"] > 1 else ()
+    unit = (("R", extents["R"]),)
+    spare_rows, spare_cols = rows // s_rows, cols // y_cols
+    row_dims = [d for d in ("C", "K") if spare_rows > 1 and extents[d] > 1] or [None]
+    col_dims = [d for d in ("N", "K") if spare_cols > 1 and extents[d] > 1] or [None]
+    out = []
+    for rd in row_dims:
+        for cd in col_dims:
+            stacks = list(base)
+            if rd is not None:
+                stacks.append(Stack(rd, fold(extents[rd], spare_rows)[0], 1))
+            if cd is not None and cd != rd:
+                stacks.append(Stack(cd, 1, fold(extents[cd], spare_cols)[0]))
+            out.append(PeMapping("row_stationary", unit, tuple(stacks), inner,
+                                 note=f"replicate rows over {rd or '-'}, columns over {cd or '-'}"))
+    return out
