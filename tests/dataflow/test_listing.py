@@ -51,6 +51,7 @@ def test_paper_example_prints_in_listing_style():
     # The depthwise layer reads what the CONV writes: same tensor name, same top-level order.
     dw_text = format_scheme(dw)
     assert "tensor{conv}(N=4, G=4, Yi=17, Xi=10)" in dw_text
+    assert "tensor{dwconv}(N=4, G=4, Yo=15, Xo=8)" in dw_text  # 2 folds x 8 PE columns, clipped to 15
     assert "update(G+=24)  # x4" in dw_text
 
 
@@ -83,10 +84,11 @@ def test_paper_example_evaluates_on_multinode():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda t: t.replace("layer conv batch=64", "layer nope batch=64"), "unknown layer 'nope'"),
-    (lambda t: t.replace("update(K+=24)", "update(K+=25)"), r"blocks of K=24 do not tile the next level's 25"),
+    (lambda t: t.replace("update(K+=24)", "update(K+=25)"), r"tensor holds K=6 but the stacks and updates imply 8"),
     (lambda t: t.replace("update(K+=24)", "update(K+=200)"), r"update\(K\+=200\) steps outside the 96"),
-    (lambda t: t.replace("stack(N+=4, repl=16)", "stack(N+=4, repl=8)"), "do not tile the next level"),
-    (lambda t: t.replace("tensor{conv.w}", "tensor{other.w}", 1), "has no tensor|do not tile"),
+    (lambda t: t.replace("stack(N+=4, repl=16)", "stack(N+=4, repl=8)"), "tensor holds N=4 but the stacks and updates imply 8"),
+    (lambda t: t.replace("tensor{conv.w}(C=16, K=6,", "tensor{conv.w}(C=16, K=5,"), "a wgt tensor holds K=5 but the stacks and updates imply 6"),
+    (lambda t: t.replace("tensor{conv.w}", "tensor{other.w}", 1), "tensors hold|innermost blocks"),
     (lambda t: t + "\n    frobnicate(K+=1)", "cannot read 'frobnicate"),
 ])
 def test_malformed_listings_are_reported(mutate, message):

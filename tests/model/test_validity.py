@@ -25,10 +25,11 @@ def test_reference_scheme_is_valid():
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(gbuf_updates=()), r"loops over N leave blocks of 2 but the PE unit block has 1 \(lost work\)"),
-    (dict(gbuf_updates=(Loop("N", 4),)), r"GBUF update\(N\) x4 splits only 2 N \(idle iterations\)"),
-    (dict(regf_updates=(Loop("K", 8), Loop("C", 2), Loop("X", 8))), r"loops over C leave blocks of 2"),
-    (dict(unit={"R": 3, "C": 4}), r"loops over C leave blocks of 1 but the PE unit block has 4 \(idle work\)"),
+    (dict(gbuf_updates=()), r"the loops over N cover 1 of 2 \(lost work\)"),
+    (dict(gbuf_updates=(Loop("N", 4),)), r"GBUF update\(N\) x4 steps by 1 over only 2 N \(idle iterations\)"),
+    (dict(regf_updates=(Loop("K", 8), Loop("C", 2), Loop("X", 8))), r"the loops over C cover 2 of 4"),
+    (dict(unit={"R": 3, "C": 8}), r"the PE unit block has C=8 but the layer only 4 \(idle work\)"),
+    (dict(unit={"R": 3, "C": 2}), r"REGF update\(C\) x4 steps by 2 over only 4 C"),
     (dict(regf_stacks=(Stack("Y", 1, 16), Stack("S", 3, 1)), regf_updates=(Loop("K", 8), Loop("C", 4), Loop("X", 8))),
      r"REGF stacks use 3x16 units but only 12x14 exist"),
     # 2 samples x (4 channels x 10 input columns + 8 x 8 outputs) + 4 x 8 x 3 weights = 304 words

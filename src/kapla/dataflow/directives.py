@@ -127,10 +127,16 @@ class LayerScheme:
         """Full loop extents of the layer at this batch."""
         return layer_dims(self.layer, self.batch)
 
-    def tile(self, index: int) -> dict[str, int]:
-        """Loop extents covered by one unit at level ``index`` (0 = innermost);
-        ``len(levels)`` gives the extent covered by the whole scheme."""
+    def nominal_tile(self, index: int) -> dict[str, int]:
+        """The block of level ``index`` as the loops lay it out (0 = innermost;
+        ``len(levels)`` is what the whole scheme spans): loops advance by it."""
         return {d: self._tiles[index].get(d, 1) for d in DIMS}
+
+    def tile(self, index: int) -> dict[str, int]:
+        """The largest block of the layer one unit at level ``index`` holds: the
+        nominal block, clipped to the layer (a last, partial block is smaller)."""
+        full = self.dims
+        return {d: min(self._tiles[index].get(d, 1), full[d]) for d in DIMS}
 
     @cached_property
     def roles(self) -> tuple[TensorRole, ...]:

@@ -75,7 +75,7 @@ def format_scheme(scheme: LayerScheme, level_names: tuple[str, ...] | None = Non
             if role.kind in lvl.bypass:
                 flags += ", bypass"
             lines.append(f"    tensor{{{role.name}}}({dims}{flags})")
-        running = dict(tile)
+        running = scheme.nominal_tile(index)  # loops advance by nominal blocks
         for st in lvl.stacks:
             grid = f"{st.rows}x{st.cols}" if st.rows > 1 else str(st.cols)
             lines.append(f"    stack({_shifts(st.dim, running[st.dim], layer)}, repl={grid})")
@@ -160,15 +160,30 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
                 lvl["updates"].append((dim, step))
         else:
             raise SpecError(f"{where}: cannot read '{line}'")
-    tiles = [_tile_from_tensors(layer, lvl["tensors"], name) for lvl in levels]
-    full = {d: v for d, v in LayerScheme(layer, batch, (), ()).dims.items()}
-    tiles.append(full)
-    out = []
+    if not levels:
+        raise SpecError(f"directive listing of '{name}': no memory levels")
+    unit = _tile_from_tensors(layer, levels[0]["tensors"], name)
+    reach = dict(LayerScheme(layer, batch, (), ()).dims)
+    parsed = []
+    for lvl in reversed(levels):  # steps are read top-down, from the whole layer inwards
+        updates, reach = _update_counts(lvl, reach, name)
+        parsed.append(LevelScheme(lvl["level"], tuple(lvl["stacks"]), updates, tuple(lvl["shr"].items()),
+                                  frozenset(lvl["bypass"])))
+    for dim in DIMS:
+        if reach[dim] != unit[dim]:
+            raise SpecError(f"directive listing of '{name}': the innermost blocks of {_PRINTED_AS.get(dim, dim)} "
+                            f"are {reach[dim]} but its {levels[0]['level']} tensors hold {unit[dim]}")
+    scheme = LayerScheme(layer, batch, tuple(unit.items()), tuple(reversed(parsed)), ifm_name=ifm_name)
     for index, lvl in enumerate(levels):
-        updates = _update_counts(lvl, tiles[index], tiles[index + 1], name)
-        out.append(LevelScheme(lvl["level"], tuple(lvl["stacks"]), updates, tuple(lvl["shr"].items()),
-                               frozenset(lvl["bypass"])))
-    return LayerScheme(layer, batch, tuple(tiles[0].items()), tuple(out), ifm_name=ifm_name)
+        implied = scheme.tile(index)
+        for kind, values in lvl["tensors"].items():
+            for key, value in values.items():
+                dim = _LOOP_OF.get(key)
+                if dim is not None and value != implied[dim]:
+                    raise SpecError(
+                        f"directive listing of '{name}', level {lvl['level']}: a {kind} tensor holds "
+                        f"{key}={value} but the stacks and updates imply {implied[dim]}")
+    return scheme
 
 
 def _role_named(layer: Layer, tname: str) -> TensorRole | None:
@@ -199,23 +214,24 @@ def _tile_from_tensors(layer: Layer, tensors: Mapping[Kind, Mapping[str, int]], 
     return tile
 
 
-def _update_counts(lvl: dict, tile: Mapping[str, int], parent: Mapping[str, int], name: str) -> tuple[Loop, ...]:
-    """Counts of a level's updates: each splits the block it advances through
-    (the parent's, or the enclosing update's step) into ceil(block / step) steps."""
-    stacked = dict(tile)
-    for st in lvl["stacks"]:
-        stacked[st.dim] *= st.count
+def _update_counts(lvl: dict, reach: Mapping[str, int], name: str) -> tuple[tuple[Loop, ...], dict[str, int]]:
+    """A level's update counts and the nominal block it leaves per unit.
+
+    Each update advances by its step through the block enclosing it (the
+    parent's, or the next outer update's step): ceil(block / step) steps.
+    """
+    reach = dict(reach)
     counts: list[Loop] = []
-    reach = dict(parent)
     for dim, step in lvl["updates"]:  # outermost first
         if not 0 < step <= reach[dim]:
             raise SpecError(f"directive listing of '{name}': update({_PRINTED_AS.get(dim, dim)}+={step}) "
                             f"steps outside the {reach[dim]} it iterates")
         counts.append(Loop(dim, -(-reach[dim] // step)))
         reach[dim] = step
-    for dim in DIMS:
-        if stacked[dim] < reach[dim] or (reach[dim] < stacked[dim] and any(d == dim for d, _ in lvl["updates"])):
+    for st in reversed(lvl["stacks"]):  # stacks apply in declared order, so the last is innermost
+        if st.count > reach[st.dim]:
             raise SpecError(
-                f"directive listing of '{name}', level {lvl['level']}: blocks of {_PRINTED_AS.get(dim, dim)}="
-                f"{stacked[dim]} do not tile the next level's {reach[dim]}")
-    return tuple(counts)
+                f"directive listing of '{name}', level {lvl['level']}: {st.count} stacked blocks "
+                f"over only {_PRINTED_AS.get(st.dim, st.dim)}={reach[st.dim]}")
+        reach[st.dim] = -(-reach[st.dim] // st.count)
+    return tuple(counts), reach

@@ -20,7 +20,10 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping
+
+import numpy as np
 
 from kapla.workload.layer import Layer, Op, Phase
 
@@ -63,8 +66,21 @@ def layer_dims(layer: Layer, batch: int) -> dict[str, int]:
 
 
 def window(out: int, kernel: int, stride: int, dilation: int) -> int:
-    """Input extent read by ``out`` outputs of a ``kernel``-wide sliding window."""
-    return (out - 1) * stride + (kernel - 1) * dilation + 1
+    """Input rows (or columns) read by ``out`` outputs of a ``kernel``-tap window.
+
+    Contiguous windows read their whole span; a stride larger than the window
+    (or dilation gaps) leaves rows no output needs, which are not fetched.
+    """
+    span = (out - 1) * stride + (kernel - 1) * dilation + 1
+    if dilation == 1:
+        return min(span, out * kernel)
+    return _touched(out, kernel, stride, dilation)
+
+
+@lru_cache(maxsize=4096)
+def _touched(out: int, kernel: int, stride: int, dilation: int) -> int:
+    taps = np.arange(kernel) * dilation
+    return len(np.unique((np.arange(out)[:, None] * stride + taps[None, :]).ravel()))
 
 
 def footprint(kind: Kind, block: Mapping[str, int], layer: Layer) -> int:

@@ -93,7 +93,7 @@ def _steps(scheme: LayerScheme, index: int) -> dict[int, int]:
     pos = 0
     for lvl_index in range(len(scheme.levels) - 1, index - 1, -1):
         lvl = scheme.levels[lvl_index]
-        reach = {d: scheme.tile(lvl_index)[d] * lvl.factor(d, spatial=True) for d in "NGCKYXSR"}
+        reach = {d: scheme.nominal_tile(lvl_index)[d] * lvl.factor(d, spatial=True) for d in "NGCKYXSR"}
         inner_first = []
         for loop in reversed(lvl.updates):
             inner_first.append(reach[loop.dim])

@@ -3,11 +3,11 @@
 A scheme is valid when
 
 * it has one entry per on-chip memory level of the hardware, in order;
-* its loops cover every loop dimension of the layer exactly: splitting each
-  dimension top-down by the counts of its updates and stacks (each block the
-  ceiling of its parent over the count) ends at the PE unit block, and no loop
-  has more iterations than the extent it splits, so no work is lost and no
-  iteration is wholly idle;
+* its loops cover every loop dimension of the layer exactly once: blocks tile
+  each dimension bottom-up (a loop advances by the block inside it), they
+  reach at least the layer's extent (no lost work), and no loop iteration or
+  unit block lies wholly beyond it (no idle work); the last block may be
+  partial, which costs time, not correctness;
 * every buffer holds what the scheme puts in it (capacity, per unit);
 * stacks never use more units than the level's array (or the node region);
 * buffer sharing is only used where the hardware allows neighbour transfers,
@@ -42,19 +42,25 @@ class Validity:
         return "valid" if self.ok else "; ".join(self.reasons)
 
 
-def split_chain(scheme: LayerScheme, dim: str) -> list[tuple[str, int, int]]:
-    """(where, count, extent it splits) for each loop over ``dim``, outermost first."""
-    extent = scheme.dims[dim]
-    chain = []
-    for lvl in reversed(scheme.levels):
-        # updates move the stacked group through the parent block, so they split first
-        loops = [("update", lp.count) for lp in lvl.updates if lp.dim == dim]
-        loops += [("stack", st.count) for st in lvl.stacks if st.dim == dim]
-        for kind, count in loops:
-            chain.append((f"{lvl.level} {kind}({dim}) x{count}", count, extent))
-            extent = -(-extent // count) if count > 0 else extent
-    chain.append(("unit", 0, extent))
-    return chain
+def dim_loops(scheme: LayerScheme, dim: str) -> list[tuple[str, int, int]]:
+    """(label, count, step) of every loop over ``dim``, innermost first.
+
+    Blocks are laid out bottom-up, as the directives declare them: a loop
+    advances by the block everything inside it covers, so its iterations tile
+    ``count x step`` of the dimension.
+    """
+    step = dict(scheme.unit).get(dim, 1)
+    out = []
+    for lvl in scheme.levels:
+        for st in lvl.stacks:
+            if st.dim == dim:
+                out.append((f"{lvl.level} stack({dim}) x{st.count}", st.count, step))
+                step *= st.count
+        for lp in reversed(lvl.updates):
+            if lp.dim == dim:
+                out.append((f"{lvl.level} update({dim}) x{lp.count}", lp.count, step))
+                step *= lp.count
+    return out
 
 
 def check_scheme(scheme: LayerScheme, arch: ArchSpec) -> Validity:
@@ -69,16 +75,17 @@ def check_scheme(scheme: LayerScheme, arch: ArchSpec) -> Validity:
 
     unit = dict(scheme.unit)
     for dim in DIMS:
-        chain = split_chain(scheme, dim)
-        for where, count, extent in chain[:-1]:
+        full = scheme.dims[dim]
+        if unit.get(dim, 1) > full:
+            reasons.append(f"{layer}: the PE unit block has {dim}={unit[dim]} but the layer only {full} (idle work)")
+        for label, count, step in dim_loops(scheme, dim):
             if count < 1:
-                reasons.append(f"{layer}: {where}: a loop count must be positive")
-            elif count > extent:
-                reasons.append(f"{layer}: {where} splits only {extent} {dim} (idle iterations)")
-        final = chain[-1][2]
-        if unit.get(dim, 1) != final:
-            reasons.append(f"{layer}: loops over {dim} leave blocks of {final} but the PE unit "
-                           f"block has {unit.get(dim, 1)} ({'lost' if unit.get(dim, 1) < final else 'idle'} work)")
+                reasons.append(f"{layer}: {label}: a loop count must be positive")
+            elif (count - 1) * step >= full:
+                reasons.append(f"{layer}: {label} steps by {step} over only {full} {dim} (idle iterations)")
+        covered = scheme.nominal_tile(len(scheme.levels))[dim]
+        if covered < full:
+            reasons.append(f"{layer}: the loops over {dim} cover {covered} of {full} (lost work)")
 
     for index, (lvl, hw) in enumerate(zip(scheme.levels, onchip)):
         need = scheme.buffer_words(index) * arch.word_bytes

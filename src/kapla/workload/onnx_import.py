@@ -96,8 +96,8 @@ def _as_fmap(dims: Dims | None) -> FmapShape | None:
     """The per-sample C x H x W of an NCHW or NC tensor shape, if fully known."""
     if dims is None or len(dims) not in (2, 4) or any(d is None for d in dims[1:]):
         return None
-    c, h, w = (*dims[1:], 1, 1)[:3]
-    return FmapShape(c, h, w)  # type: ignore[arg-type]
+    c, h, w = (*(d for d in dims[1:] if d is not None), 1, 1)[:3]
+    return FmapShape(c, h, w)
 
 
 def _layer_names(graph: onnx.GraphProto) -> list[str]:
@@ -168,6 +168,7 @@ class _Importer:
             self.consts.add(sparse.values.name)
             self.dims[sparse.values.name] = tuple(int(d) for d in sparse.dims)
         self.fmaps: dict[str, tuple[str, ...]] = {}
+        self.unusable: dict[str, str] = {}  # graph inputs kapla cannot read -> why
         self.builder = NetworkBuilder(name, 1 if batch is None else batch)
         self.batch_given = batch is not None
 
@@ -192,9 +193,11 @@ class _Importer:
             dims = _tensor_dims(value)
             shape = _as_fmap(dims)
             if shape is None:
-                raise NetworkError(
-                    f"{self.path}: graph input '{value.name}' has shape {_show(dims)}; kapla needs a static "
-                    "N x C x H x W or N x C shape")
+                # Reported only if a layer reads it, so that, say, an LSTM
+                # model's N x T x C input does not hide the unsupported LSTM.
+                self.unusable[value.name] = (f"{self.path}: graph input '{value.name}' has shape {_show(dims)}; "
+                                             "kapla needs a static N x C x H x W or N x C shape")
+                continue
             self.builder.input(value.name, shape.c, shape.h, shape.w)
             self.fmaps[value.name] = (value.name,)
             if dims and dims[0] is not None:
@@ -208,7 +211,7 @@ class _Importer:
     def _import_node(self, node: _Node) -> None:
         used = [t for t in node.inputs if t]
         for t in used:
-            if t not in self.fmaps and t not in self.consts:
+            if t not in self.fmaps and t not in self.consts and t not in self.unusable:
                 raise NetworkError(f"{self.path}: {node.label} reads '{t}', which no graph input, "
                                    "initializer or earlier node produces")
         # A node that reads no feature map belongs to the model's constant or
@@ -238,11 +241,17 @@ class _Importer:
         if i >= len(node.inputs) or not node.inputs[i]:
             raise self.fail(node, f"input {i} is missing", SpecError)
         tensor = node.inputs[i]
-        if tensor not in self.fmaps:
+        if tensor in self.consts:
             raise self.fail(node, f"input {i} ('{tensor}') is a constant where kapla expects a feature map")
+        return self.producers(tensor)
+
+    def producers(self, tensor: str) -> tuple[str, ...]:
+        """The kapla producers of a feature-map tensor."""
+        if tensor in self.unusable:
+            raise NetworkError(self.unusable[tensor])
         return self.fmaps[tensor]
 
-    def const_dims(self, node: _Node, i: int, what: str) -> Dims:
+    def const_dims(self, node: _Node, i: int, what: str) -> tuple[int, ...]:
         """The static shape of the node's ``i``-th input, which must be a constant (weights)."""
         tensor = node.inputs[i] if i < len(node.inputs) else ""
         if tensor not in self.consts:
@@ -250,7 +259,7 @@ class _Importer:
         dims = self.dims.get(tensor)
         if dims is None or any(d is None for d in dims):
             raise self.fail(node, f"the shape of {what} '{tensor}' is unknown", NetworkError)
-        return dims
+        return tuple(d for d in dims if d is not None)
 
     def shape_in(self, node: _Node, srcs: Sequence[str]) -> FmapShape:
         """The fmap kapla will feed the node, checked against ONNX's view of input 0.
@@ -304,9 +313,12 @@ def _constant(imp: _Importer, node: _Node) -> None:
     imp.consts.update(o for o in node.proto.output if o)
 
 
-def _window(node: _Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Strides and dilations; ONNX defaults both to 1 (pools too, unlike kapla's builder)."""
-    return tuple(node.attr("strides", [1, 1])), tuple(node.attr("dilations", [1, 1]))
+def _pair(imp: _Importer, node: _Node, key: str, default: Sequence[int]) -> tuple[int, int]:
+    """A 2-D (height, width) attribute such as kernel_shape, strides or dilations."""
+    value = tuple(node.attr(key, default))
+    if len(value) != 2:
+        raise imp.fail(node, f"{key} {list(value)} is not 2-D; kapla supports 2-D (N x C x H x W) layers")
+    return value[0], value[1]
 
 
 def _pads(imp: _Importer, node: _Node, shape: FmapShape, kernel: Sequence[int],
@@ -322,7 +334,7 @@ def _pads(imp: _Importer, node: _Node, shape: FmapShape, kernel: Sequence[int],
         pads = tuple(node.attr("pads", [0, 0, 0, 0]))
         if len(pads) != 4:
             raise imp.fail(node, f"pads {list(pads)} are not 2-D (top, left, bottom, right)")
-        return pads  # type: ignore[return-value]
+        return pads[0], pads[1], pads[2], pads[3]
     if auto == "VALID":
         return (0, 0, 0, 0)
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
@@ -339,19 +351,16 @@ def _pads(imp: _Importer, node: _Node, shape: FmapShape, kernel: Sequence[int],
 
 def _conv(imp: _Importer, node: _Node) -> None:
     srcs = imp.fmap(node, 0)
-    w = imp.const_dims(node, 1, "weight")
-    kernel = tuple(node.attr("kernel_shape", w[2:]))
-    if len(kernel) != 2 or len(w) != 4:
-        raise imp.fail(node, f"a {len(kernel)}-D convolution; kapla supports 2-D convolutions")
+    w = imp.const_dims(node, 1, "weight")  # K x C/group x kh x kw
+    kernel = _pair(imp, node, "kernel_shape", w[2:])
     shape = imp.shape_in(node, srcs)
     groups = node.attr("group", 1)
-    if w[1] * groups != shape.c:  # type: ignore[operator]
-        raise imp.fail(node, f"weight {_show(w)} with group={groups} expects {w[1] * groups} input channels "  # type: ignore[operator]
-                             f"but the input has {shape.c}", NetworkError)
-    strides, dilations = _window(node)
+    if w[1] * groups != shape.c:
+        raise imp.fail(node, f"weight {_show(w)} with group={groups} expects {w[1] * groups} input "
+                             f"channels but the input has {shape.c}", NetworkError)
+    strides, dilations = _pair(imp, node, "strides", (1, 1)), _pair(imp, node, "dilations", (1, 1))
     pads = _pads(imp, node, shape, kernel, strides, dilations)
-    imp.define(node, imp.builder.conv(node.name, list(srcs), w[0], kernel, strides, pads,  # type: ignore[arg-type]
-                                      groups, dilations))
+    imp.define(node, imp.builder.conv(node.name, list(srcs), w[0], kernel, strides, pads, groups, dilations))
 
 
 def _fc(imp: _Importer, node: _Node, out_axis: int) -> None:
@@ -367,7 +376,7 @@ def _fc(imp: _Importer, node: _Node, out_axis: int) -> None:
         raise imp.fail(node, f"input '{node.inputs[0]}' has shape {_show(a)}; kapla's FC layers need "
                              "an N x features input")
     k, features = w[out_axis], w[1 - out_axis]
-    imp.define(node, imp.builder.fc(node.name, list(srcs), k, in_features=features))  # type: ignore[arg-type]
+    imp.define(node, imp.builder.fc(node.name, list(srcs), k, in_features=features))
 
 
 def _gemm(imp: _Importer, node: _Node) -> None:
@@ -385,16 +394,15 @@ def _matmul(imp: _Importer, node: _Node) -> None:
 
 def _pool(imp: _Importer, node: _Node) -> None:
     srcs = imp.fmap(node, 0)
-    kernel = tuple(node.attr("kernel_shape", ()))
-    if len(kernel) != 2:
-        raise imp.fail(node, f"kernel_shape {list(kernel)} is not 2-D; kapla supports 2-D pooling")
+    kernel = _pair(imp, node, "kernel_shape", ())
     shape = imp.shape_in(node, srcs)
-    strides, dilations = _window(node)
-    if tuple(dilations) != (1, 1):
+    # ONNX pools default to stride 1 (kapla's builder defaults to the kernel).
+    strides, dilations = _pair(imp, node, "strides", (1, 1)), _pair(imp, node, "dilations", (1, 1))
+    if dilations != (1, 1):
         raise imp.fail(node, f"dilated pooling (dilations={list(dilations)}) is not supported")
     pads = _pads(imp, node, shape, kernel, strides, dilations)
     mode = "max" if node.op == "MaxPool" else "avg"
-    imp.define(node, imp.builder.pool(node.name, list(srcs), kernel, strides, pads, mode,  # type: ignore[arg-type]
+    imp.define(node, imp.builder.pool(node.name, list(srcs), kernel, strides, pads, mode,
                                       bool(node.attr("ceil_mode", 0))))
 
 
@@ -409,11 +417,11 @@ def _eltwise(imp: _Importer, node: _Node) -> None:
     """Add/Mul/Sum of fmaps; constant operands (a bias, a scale) are folded away."""
     operands = [t for t in node.inputs if t and t not in imp.consts]
     if len(operands) == 1:
-        imp.alias(node, imp.fmaps[operands[0]])
+        imp.alias(node, imp.producers(operands[0]))
         return
     srcs = []
     for t in operands:
-        producers = imp.fmaps[t]
+        producers = imp.producers(t)
         if len(producers) > 1:
             raise imp.fail(node, f"operand '{t}' is a concatenation of {list(producers)}; kapla's "
                                  "element-wise layers read whole tensors")
