@@ -53,6 +53,7 @@ class TensorTraffic:
     parent_writes: float = 0.0  # parent-side writes after reduction (outputs only)
     rotated: float = 0.0  # words passed between neighbour units (buffer sharing)
     reduced: float = 0.0  # partial sums combined between neighbour units
+    copies: int = 1  # same-shaped operands counted together (element-wise inputs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,7 @@ def boundary_traffic(scheme: LayerScheme, index: int) -> BoundaryTraffic:
                 writebacks=writebacks,
                 parent_writes=parent_writes,
                 reduced=writebacks - parent_writes,
+                copies=copies,
             ))
             continue
         fills = units * vol_child * copies
@@ -142,6 +144,7 @@ def boundary_traffic(scheme: LayerScheme, index: int) -> BoundaryTraffic:
             fills=fills / shr,
             parent_reads=parent_units * vol_group * copies,
             rotated=fills * (shr - 1) / shr,
+            copies=copies,
         ))
     return BoundaryTraffic(index, units, parent_units, tuple(out))
 

@@ -32,6 +32,7 @@ from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import Kind, footprint
 from kapla.dataflow.traffic import BoundaryTraffic, scheme_traffic
 from kapla.model.validity import Validity, check_scheme
 
@@ -39,6 +40,27 @@ ITCN = "ITCN"
 NOC = "NoC"
 MAC = "MAC"
 STATIC = "static"
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Where a layer's data come from and go to, when it runs inside a segment.
+
+    ``ifm_hops``: the input fmap is forwarded on chip from a producer this
+    many hops away (None: it comes from DRAM); ``to_dram``: the output is
+    written to DRAM (else it stays on chip for its consumers); ``pinned``:
+    the weights were loaded once and stay on chip; ``dram_hops``: mean hops
+    between the layer's nodes and their DRAM channels (None: computed as if
+    the layer's block of nodes sat at the chip's origin).
+    """
+
+    ifm_hops: float | None = None
+    to_dram: bool = True
+    pinned: bool = False
+    dram_hops: float | None = None
+
+
+FROM_DRAM = Feed()
 
 
 @dataclass(frozen=True)
@@ -93,13 +115,16 @@ def _node_grid(scheme: LayerScheme) -> tuple[int, int]:
     return scheme.levels[-1].grid if scheme.levels else (1, 1)
 
 
-def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCost:
+def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check: bool = True) -> LayerCost:
     """Cost of ``scheme`` on ``arch``.
 
     To evaluate a layer on a block of nodes, pass ``arch.with_node_region(...)``:
-    the block then behaves as a smaller chip (its static energy too).
+    the block then behaves as a smaller chip (its static energy too). ``feed``
+    says which data move on chip instead of through DRAM (see :class:`Feed`).
     """
     validity = check_scheme(scheme, arch) if check else Validity()
+    if validity.ok and feed is not FROM_DRAM:
+        validity = _check_feed(scheme, feed)
     if not validity.ok:
         return LayerCost(scheme.layer.name, validity)
     names = [level.name for level in arch.levels]
@@ -125,6 +150,18 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCo
         bypassed = scheme.levels[bt.child].bypass
         for t in bt.tensors:
             parent_side = t.parent_reads + t.parent_writes
+            if bt.child == top and parent == names[-1]:
+                # Data kept on chip in a segment: read from (or left in) node
+                # buffers instead of DRAM; pinned weights are not read at all.
+                onchip = ((t.kind == Kind.IFM and not t.written and feed.ifm_hops is not None)
+                          or (t.written and not feed.to_dram))
+                if t.kind == Kind.WGT and not t.written and feed.pinned:
+                    continue
+                if onchip:
+                    add(child, t.tensor, parent_side)
+                    if not t.written:
+                        hops += parent_side * feed.ifm_hops
+                    continue
             add(parent, t.tensor, parent_side)
             if bt.child == 0:
                 delivered = t.fills + t.writebacks
@@ -139,7 +176,8 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCo
             elif t.kind not in bypassed:
                 add(child, t.tensor, t.fills + t.writebacks + 2 * t.rotated + 2 * t.reduced)
         if bt.child == top and len(arch.levels) >= 3:
-            hops += _noc_hops(bt, arch, _node_grid(scheme))
+            distance = feed.dram_hops if feed.dram_hops is not None else _channel_distance(arch, _node_grid(scheme))
+            hops += _noc_hops(bt, distance, feed)
 
     energy = {MAC: ops * arch.mac_energy}
     for level in arch.levels:
@@ -157,13 +195,35 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, check: bool = True) -> LayerCo
                      {"compute": compute, "bus": bus, "dram": dram})
 
 
-def _noc_hops(bt: BoundaryTraffic, arch: ArchSpec, grid: tuple[int, int]) -> float:
+def _noc_hops(bt: BoundaryTraffic, distance: float, feed: Feed) -> float:
     """Word-hops of the node level's traffic with DRAM and between neighbour nodes."""
-    distance = _channel_distance(arch, grid)
     hops = 0.0
     for t in bt.tensors:
+        hops += t.rotated + t.reduced
+        if t.kind == Kind.WGT and not t.written and feed.pinned:
+            continue
+        if (t.kind == Kind.IFM and not t.written and feed.ifm_hops is not None) or (t.written and not feed.to_dram):
+            continue  # on-chip forwarding is charged where the data are read
         # Every node exchanges its own blocks with DRAM (multicast trees are not
         # modelled, so shared data costs its distance once per receiving node).
         hops += (t.fills + t.writebacks - t.reduced) * distance
-        hops += t.rotated + t.reduced
     return hops
+
+
+def _check_feed(scheme: LayerScheme, feed: Feed) -> Validity:
+    """Data that never reach DRAM must be fetched once: a forwarded input cannot
+    be re-read, an output kept on chip cannot spill partial sums, and pinned
+    weights cannot be reloaded."""
+    reasons = []
+    top = scheme_traffic(scheme)[-1]
+    full = scheme.tile(len(scheme.levels))
+    for t in top.tensors:
+        once = footprint(t.kind, full, scheme.layer) * t.copies
+        if t.kind == Kind.IFM and not t.written and feed.ifm_hops is not None and t.parent_reads > once * 1.000001:
+            reasons.append(f"{scheme.layer.name}: the forwarded input is read {t.parent_reads / once:.3g} times; "
+                           "on-chip data can be read only once")
+        if t.written and not feed.to_dram and t.parent_reads > 0:
+            reasons.append(f"{scheme.layer.name}: partial sums of an output kept on chip would spill to DRAM")
+        if t.kind == Kind.WGT and not t.written and feed.pinned and t.parent_reads > once * 1.000001:
+            reasons.append(f"{scheme.layer.name}: pinned weights would be reloaded")
+    return Validity(tuple(reasons))

@@ -1,0 +1,81 @@
+"""Cost of a whole segment: its layers on their regions, pipelined.
+
+Each layer is evaluated on its own block of nodes (``arch.with_node_region``)
+with a :class:`~kapla.model.evaluate.Feed` derived from its placement: inputs
+forwarded from a producer region cost NoC hops between the regions instead of
+DRAM traffic, outputs that stay on chip skip DRAM, pinned weights are free.
+
+Time: layers of one slot run one after another; slots run concurrently and
+pass fmaps in ``groups`` pieces, so a slot can start once its producer has
+finished its first piece. For a chain of slots with times ``T_s`` that gives
+``max T_s + (sum T_s - max T_s) / groups`` (the fill and drain of the
+pipeline), and never less than the DRAM time all layers need together (they
+share the DRAM bandwidth). Static energy is the chip's, over that time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.segment import Region, SegmentScheme
+from kapla.model.evaluate import STATIC, Feed, LayerCost, evaluate
+from kapla.model.validity import Validity
+
+
+@dataclass(frozen=True)
+class SegmentCost:
+    layers: Mapping[str, LayerCost]
+    validity: Validity
+    energy: Mapping[str, float] = field(default_factory=dict)
+    time: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return self.validity.ok
+
+    @property
+    def total_energy(self) -> float:
+        return sum(self.energy.values())
+
+
+def dram_distance(arch: ArchSpec, region: Region) -> float:
+    """Mean Manhattan hops from the nodes of ``region`` to their nearest DRAM channel."""
+    channels = arch.dram_channel_nodes
+    (r0, c0), (rows, cols) = region.origin, region.shape
+    total = sum(min(abs(r0 + r - cr) + abs(c0 + c - cc) for cr, cc in channels)
+                for r in range(rows) for c in range(cols))
+    return total / region.nodes
+
+
+def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
+    """Cost of ``segment`` on the whole chip ``arch``."""
+    costs: dict[str, LayerCost] = {}
+    reasons: list[str] = []
+    for name in segment.layers:
+        place = segment.placements[name]
+        scheme = segment.schemes[name]
+        hops = None
+        if place.onchip_inputs:
+            sources = [segment.placements[p].region for p in place.onchip_inputs]
+            hops = sum(place.region.distance(src) for src in sources) / len(sources)
+        feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
+                    dram_hops=dram_distance(arch, place.region))
+        local = arch.with_node_region(*place.region.shape, origin=place.region.origin)
+        cost = evaluate(scheme, local, feed)
+        costs[name] = cost
+        reasons.extend(cost.validity.reasons)
+    if reasons:
+        return SegmentCost(costs, Validity(tuple(reasons)))
+    slot_times = [sum(costs[n].time for n in slot) for slot in segment.slots]
+    longest = max(slot_times)
+    time = longest + (sum(slot_times) - longest) / segment.groups
+    time = max(time, sum(c.time_parts["dram"] for c in costs.values()))
+    energy: dict[str, float] = {}
+    for cost in costs.values():
+        for component, joules in cost.energy.items():
+            if component != STATIC:
+                energy[component] = energy.get(component, 0.0) + joules
+    energy[STATIC] = time * arch.static_energy
+    return SegmentCost(costs, Validity(), energy, time)

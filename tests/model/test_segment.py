@@ -1,0 +1,94 @@
+"""Segments: forwarding between regions replaces DRAM traffic; pipelined timing."""
+
+import pytest
+
+from kapla.arch import load_arch
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.segment import LayerPlacement, Region, SegmentScheme
+from kapla.model import evaluate
+from kapla.model.evaluate import Feed
+from kapla.model.segment import dram_distance, evaluate_segment
+from tests.dataflow.test_listing import paper_example
+
+ARCH = load_arch("multinode")
+CONV_REGION = Region((0, 0), (4, 16))
+DW_REGION = Region((4, 0), (12, 16))
+
+
+def segment(groups=1, forward=True):
+    net, conv, dw = paper_example()
+    placements = {
+        "conv": LayerPlacement("conv", CONV_REGION, to_dram=not forward),
+        "dwconv": LayerPlacement("dwconv", DW_REGION, onchip_inputs=("conv",) if forward else ()),
+    }
+    return SegmentScheme((("conv",), ("dwconv",)), placements, {"conv": conv, "dwconv": dw}, groups)
+
+
+def test_forwarding_moves_the_intermediate_fmap_off_dram():
+    fwd = evaluate_segment(segment(forward=True), ARCH)
+    off = evaluate_segment(segment(forward=False), ARCH)
+    assert fwd.valid and off.valid
+    # The CONV output (64 x 96 x 15 x 15 words) is neither written nor read back.
+    assert "conv" not in fwd.layers["conv"].accesses["DRAM"]
+    assert "conv" not in fwd.layers["dwconv"].accesses["DRAM"]
+    assert off.layers["conv"].accesses["DRAM"]["conv"] == 64 * 96 * 15 * 15
+    assert fwd.energy["DRAM"] < off.energy["DRAM"]
+    assert fwd.total_energy < off.total_energy
+
+
+def test_forwarded_input_pays_hops_between_region_centres():
+    net, conv, dw = paper_example()
+    local = ARCH.with_node_region(12, 16, origin=(4, 0))
+    base = dict(dram_hops=dram_distance(ARCH, DW_REGION))
+    near = evaluate(dw, local, Feed(ifm_hops=0.0, **base))
+    far = evaluate(dw, local, Feed(ifm_hops=CONV_REGION.distance(DW_REGION), **base))
+    words = near.accesses["GBUF"]["conv"] - far.accesses["GBUF"]["conv"] + far.accesses["GBUF"]["conv"]
+    assert CONV_REGION.distance(DW_REGION) == 8.0  # centres (1.5, 7.5) and (9.5, 7.5)
+    # the forwarded input's DRAM reads became node-buffer reads, each 8 hops away
+    top_reads = evaluate(dw, local).accesses["DRAM"]["conv"]
+    assert far.noc_hops - near.noc_hops == pytest.approx(8.0 * top_reads)
+    assert words > 0
+
+
+def test_pipelined_slots_overlap_by_their_groups():
+    serial = evaluate_segment(segment(groups=1), ARCH)
+    piped = evaluate_segment(segment(groups=4), ARCH)
+    t_conv, t_dw = serial.layers["conv"].time, serial.layers["dwconv"].time
+    assert serial.time == pytest.approx(max(t_conv + t_dw, 0))
+    assert piped.time == pytest.approx(max(t_conv, t_dw) + min(t_conv, t_dw) / 4)
+    assert piped.energy["static"] < serial.energy["static"]
+
+
+def test_data_kept_on_chip_must_not_be_fetched_twice():
+    net, conv, dw = paper_example()
+    local = ARCH.with_node_region(4, 16)
+    regf = LevelScheme("REGF", conv.levels[0].stacks, (Loop("N", 2),) + conv.levels[0].updates[1:])
+
+    def with_top(*updates):
+        gbuf = LevelScheme("GBUF", conv.levels[1].stacks, updates, shr=conv.levels[1].shr)
+        return LayerScheme(conv.layer, 64, conv.unit, (regf, gbuf), ifm_name="data")
+
+    # Batch outside the output channels: each input block is read once, then reused.
+    assert evaluate(with_top(Loop("N", 2), Loop("K", 4)), local, Feed(ifm_hops=1.0)).valid
+    # Output channels outside the batch: the input is read again for every K step,
+    # which is fine from DRAM but impossible for data forwarded on chip.
+    again = with_top(Loop("K", 4), Loop("N", 2))
+    assert evaluate(again, local).valid
+    verdict = evaluate(again, local, Feed(ifm_hops=1.0)).validity
+    assert "the forwarded input is read 4 times" in str(verdict)
+    # Pinned weights must not be reloaded either: here they are read once per batch step.
+    reload = with_top(Loop("K", 4), Loop("N", 2))
+    assert evaluate(reload, local, Feed(pinned=True)).valid  # K outermost: weights once
+    reload = with_top(Loop("N", 2), Loop("K", 4))
+    assert "pinned weights would be reloaded" in str(evaluate(reload, local, Feed(pinned=True)).validity)
+    pinned = evaluate(conv, local, Feed(pinned=True))
+    assert pinned.valid and "conv.w" not in pinned.accesses["DRAM"]
+    # An output kept on chip cannot spill partial sums to DRAM: splitting the
+    # input channels at the top level writes every output twice.
+    half_c = LevelScheme("REGF", conv.levels[0].stacks, tuple(
+        Loop("C", 8) if lp.dim == "C" else lp for lp in conv.levels[0].updates))
+    split = LayerScheme(conv.layer, 64, conv.unit, (half_c, LevelScheme(
+        "GBUF", conv.levels[1].stacks, (Loop("C", 2), Loop("K", 4)), shr=conv.levels[1].shr)), ifm_name="data")
+    assert evaluate(split, local).valid
+    assert "partial sums of an output kept on chip" in str(evaluate(split, local, Feed(to_dram=False)).validity)
+    assert evaluate(conv, local, Feed(to_dram=False)).valid
