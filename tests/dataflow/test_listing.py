@@ -4,41 +4,16 @@ printed, parsed back and evaluated on the multi-node hardware."""
 import pytest
 
 from kapla.arch import load_arch
-from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+from kapla.dataflow.directives import LayerScheme, LevelScheme
+from kapla.dataflow.examples import kapla_example
 from kapla.dataflow.listing import format_scheme, parse_scheme
 from kapla.dataflow.tensors import Kind
 from kapla.errors import SpecError
 from kapla.model import evaluate
-from kapla.workload.network import NetworkBuilder
 
 
 def paper_example():
-    """Two adjacent layers like KAPLA's listing: a 5x5 CONV and a 3x3 depthwise CONV.
-
-    CONV (16 -> 96 channels, 15x15 outputs) on 4x16 nodes: hybrid output (K,
-    4 nodes, 6 channels each) and batch (N, 16 nodes, 4 samples each)
-    parallelization, the input shared by the 4 K-nodes with buffer sharing;
-    top-level loops K+=24 and N+=64. Depthwise CONV on 12x16 nodes: channels
-    (6 nodes of 4), batch (16) and output width (2) unrolled; top-level
-    loops C+=24 and N+=64 match the CONV's, so the tensor between them can be
-    forwarded in the same order it is produced.
-    """
-    b = NetworkBuilder("example", 64)
-    b.input("data", 16, 19)
-    b.conv("conv", "data", 96, 5)
-    b.depthwise("dwconv", "conv", 3, pad=1)
-    net = b.build()
-    conv = LayerScheme(net["conv"], 64, {"R": 5, "K": 2}, (
-        LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 5, 1)),
-                    (Loop("N", 4), Loop("K", 3), Loop("C", 16), Loop("Y", 2), Loop("X", 15))),
-        LevelScheme("GBUF", (Stack("K", 4, 1), Stack("N", 1, 16)), (Loop("K", 4),), shr=((Kind.IFM, 4),)),
-    ), ifm_name="data")
-    dw = LayerScheme(net["dwconv"], 64, {"R": 3}, (
-        LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 3, 1)),
-                    (Loop("N", 4), Loop("G", 4), Loop("Y", 2), Loop("X", 8))),
-        LevelScheme("GBUF", (Stack("G", 6, 1), Stack("N", 1, 16), Stack("X", 2, 1)), (Loop("G", 4),)),
-    ), ifm_name="conv")
-    return net, conv, dw
+    return kapla_example()
 
 
 def test_paper_example_prints_in_listing_style():

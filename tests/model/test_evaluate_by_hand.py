@@ -8,27 +8,16 @@ import pytest
 
 from kapla.arch import load_arch
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+from kapla.dataflow.examples import SMALL_CONV, row_stationary_example, systolic_example
 from kapla.model import evaluate
 from kapla.model.evaluate import ITCN, MAC, STATIC
-from kapla.workload.layer import Layer, Op
 
-# C=4 -> K=8 channels, 8x8 output, 3x3 filter with padding 1 (a 10x10 padded input), batch 2.
-LAYER = Layer("conv", Op.CONV, c=4, k=8, h=8, w=8, s=3, r=3, pad=(1, 1, 1, 1))
+LAYER = SMALL_CONV  # C=4 -> K=8, 8x8 output, 3x3 filter, padding 1 (10x10 padded input); batch 2
 OPS = 2 * 8 * 8 * 8 * 4 * 9  # N * K * Y * X * C * S * R = 36864
 
 
-def row_stationary_scheme():
-    """Row stationary on one Eyeriss node (12x14 PEs).
-
-    Each PE holds one filter row (unit R=3); output rows Y go across 8 PE
-    columns and filter rows S down 3 PE rows (24 PEs). In the PE, loops run
-    K x8, C x4 and, innermost, X x8 (the output row, sliding the input window).
-    The node itself loops over the batch N x2.
-    """
-    return LayerScheme(LAYER, 2, {"R": 3}, (
-        LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 3, 1)), (Loop("K", 8), Loop("C", 4), Loop("X", 8))),
-        LevelScheme("GBUF", (), (Loop("N", 2),)),
-    ))
+row_stationary_scheme = row_stationary_example  # see its docstring for the scheme
+systolic_scheme = systolic_example
 
 
 def test_row_stationary_access_counts():
@@ -84,19 +73,6 @@ def test_row_stationary_energy_adds_up():
     for key, value in expected.items():
         assert cost.energy[key] == pytest.approx(value, rel=1e-12), key
     assert cost.total_energy == pytest.approx(sum(expected.values()))
-
-
-def systolic_scheme():
-    """Weight-stationary systolic on the edge node (16x16 PEs).
-
-    Input channels C=4 go down 4 PE rows and output channels K=8 across 8
-    columns; each PE keeps its 3x3 filter (unit S=3, R=3). In the PEs, loops
-    run N x2, Y x8, X x8 (X innermost), all above the PE level.
-    """
-    return LayerScheme(LAYER, 2, {"S": 3, "R": 3}, (
-        LevelScheme("REGF", (Stack("C", 4, 1), Stack("K", 1, 8)), (Loop("N", 2), Loop("Y", 8), Loop("X", 8))),
-        LevelScheme("GBUF", (), ()),
-    ))
 
 
 def test_systolic_access_counts():

@@ -8,7 +8,7 @@ from kapla.dataflow.segment import LayerPlacement, Region, SegmentScheme
 from kapla.model import evaluate
 from kapla.model.evaluate import Feed
 from kapla.model.segment import dram_distance, evaluate_segment
-from tests.dataflow.test_listing import paper_example
+from kapla.dataflow.examples import kapla_example as paper_example
 
 ARCH = load_arch("multinode")
 CONV_REGION = Region((0, 0), (4, 16))

@@ -110,15 +110,18 @@ class LayerScheme:
     levels: tuple[LevelScheme, ...]
     ifm_name: str | None = None
     _tiles: tuple = field(init=False, repr=False, compare=False)
+    _clipped: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unit", _freeze(self.unit))
         object.__setattr__(self, "levels", tuple(self.levels))
-        tiles = [dict(self.unit)]
+        tiles = [{d: dict(self.unit).get(d, 1) for d in DIMS}]
         for lvl in self.levels:
             prev = tiles[-1]
-            tiles.append({d: prev.get(d, 1) * lvl.factor(d) for d in DIMS})
+            tiles.append({d: prev[d] * lvl.factor(d) for d in DIMS})
+        full = self.dims
         object.__setattr__(self, "_tiles", tuple(tiles))
+        object.__setattr__(self, "_clipped", tuple({d: min(t[d], full[d]) for d in DIMS} for t in tiles))
 
     # ------------------------------------------------------------ structure
 
@@ -130,13 +133,12 @@ class LayerScheme:
     def nominal_tile(self, index: int) -> dict[str, int]:
         """The block of level ``index`` as the loops lay it out (0 = innermost;
         ``len(levels)`` is what the whole scheme spans): loops advance by it."""
-        return {d: self._tiles[index].get(d, 1) for d in DIMS}
+        return dict(self._tiles[index])
 
     def tile(self, index: int) -> dict[str, int]:
         """The largest block of the layer one unit at level ``index`` holds: the
         nominal block, clipped to the layer (a last, partial block is smaller)."""
-        full = self.dims
-        return {d: min(self._tiles[index].get(d, 1), full[d]) for d in DIMS}
+        return dict(self._clipped[index])
 
     @cached_property
     def roles(self) -> tuple[TensorRole, ...]:

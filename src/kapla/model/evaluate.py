@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
@@ -102,8 +103,12 @@ class LayerCost:
 
 def _channel_distance(arch: ArchSpec, grid: tuple[int, int]) -> float:
     """Mean hops from the nodes of a rows x cols block (at the origin) to their nearest channel."""
+    return _mean_distance(arch.dram_channel_nodes, grid)
+
+
+@lru_cache(maxsize=1024)
+def _mean_distance(channels: tuple[tuple[int, int], ...], grid: tuple[int, int]) -> float:
     rows, cols = grid
-    channels = arch.dram_channel_nodes
     total = 0
     for r in range(rows):
         for c in range(cols):
