@@ -67,3 +67,28 @@ def test_installed_command_reports_errors_without_traceback():
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: unknown network 'no_such_net'")
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_onnx_models_unsupported_op_and_garbage(tmp_path):
+    from tests.workload.test_onnx_import import Model
+
+    m = Model()
+    x = m.input("x", 1, 4)
+    h = m.node("Relu", "r", [x])
+    path = m.save(tmp_path, m.node("Einsum", "mix", [h, h], equation="ij,ij->i"))
+    result = run("stats", str(path))
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "node 'mix' (op Einsum) is not supported" in lines[0]
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not a model" * 20)
+    result = run("stats", str(garbage))
+    assert result.exit_code == 2 and result.output.startswith("error: ") and len(result.output.splitlines()) == 1
+
+
+def test_onnx_model_stats_and_batch_override(tmp_path):
+    from tests.workload.test_onnx_import import cnn_model
+
+    path = cnn_model(tmp_path, batch=2)
+    data = json.loads(run("stats", str(path), "--batch", "5", "--json").output)
+    assert data["batch"] == 5 and data["macs"] > 0
