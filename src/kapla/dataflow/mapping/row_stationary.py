@@ -4,8 +4,9 @@ Filter rows (``S``) go down the PE array's rows and output rows (``Y``) across
 its columns, so an input row is shared diagonally and partial sums accumulate
 down a column. Each PE holds one filter row (``R``) and slides over the output
 row (``X``) with one new input element per step. A dimension larger than the
-array is folded (the rest is left to loop blocking); spare rows replicate the
+array is folded (temporal loops fixed innermost); spare rows replicate the
 mapping over input channels or filters, spare columns over samples or filters.
+Loop blocking decides the rest (channels, filters and samples).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from kapla.workload.layer import Layer
 @register("row_stationary")
 def row_stationary(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int, int]) -> list[PeMapping]:
     rows, cols = pe_array
-    s_rows, _ = fold(extents["S"], rows)
-    y_cols, _ = fold(extents["Y"], cols)
+    s_rows, s_folds = fold(extents["S"], rows)
+    y_cols, y_folds = fold(extents["Y"], cols)
     base = [Stack("Y", 1, y_cols), Stack("S", s_rows, 1)]
-    inner = (Loop("X", extents["X"]),) if extents["X"] > 1 else ()
+    # Output-row folds outermost, then filter-row folds (partial sums of a row
+    # strip accumulate over them), then the row itself, one output per step.
+    inner = tuple(Loop(d, n) for d, n in (("Y", y_folds), ("S", s_folds), ("X", extents["X"])) if n > 1)
     unit = (("R", extents["R"]),)
     spare_rows, spare_cols = rows // s_rows, cols // y_cols
     row_dims = [d for d in ("C", "K") if spare_rows > 1 and extents[d] > 1] or [None]

@@ -1,0 +1,52 @@
+import math
+
+import pytest
+
+from kapla.dataflow.mapping import fold, pe_mappings
+from kapla.errors import ArchError
+from kapla.workload.zoo import get_network
+
+ALEXNET = get_network("alexnet", 64)
+
+
+def test_fold_spreads_without_idle_folds():
+    assert fold(55, 8) == (8, 7)  # 7 passes of 8 columns cover 55 rows
+    assert fold(11, 8) == (6, 2)  # 2 passes of 6 PE rows cover 11 filter rows
+    assert fold(5, 8) == (5, 1)
+
+
+@pytest.mark.parametrize("name", ["conv1_a", "conv2_a", "conv3_a", "pool1_a", "fc1", "fc3"])
+def test_row_stationary_covers_what_the_node_must_do(name):
+    layer = ALEXNET[name]
+    extents = {"N": 4, **layer.loops}
+    for m in pe_mappings("row_stationary", layer, extents, (8, 8)):
+        covered = m.covered()
+        for dim in ("Y", "S", "X", "R"):
+            folds = math.prod(lp.count for lp in m.inner if lp.dim == dim)
+            assert covered[dim] >= extents[dim]
+            assert covered[dim] // folds * (folds - 1) < extents[dim]  # no fold wholly idle
+        rows = math.prod(s.rows for s in m.stacks)
+        cols = math.prod(s.cols for s in m.stacks)
+        assert rows <= 8 and cols <= 8
+        assert dict(m.unit) == {"R": layer.r}  # one filter row per PE
+
+
+def test_row_stationary_replicates_small_layers():
+    layer = ALEXNET["conv3_a"]  # 3 filter rows, 13 output rows: 8 rows of PEs allow 2 replicas
+    maps = pe_mappings("row_stationary", layer, {"N": 4, **layer.loops}, (8, 8))
+    notes = {m.note for m in maps}
+    assert any("rows over C" in n for n in notes) and any("rows over K" in n for n in notes)
+
+
+def test_systolic_puts_channels_on_rows_and_filters_on_columns():
+    layer = ALEXNET["conv2_a"]
+    (m,) = pe_mappings("systolic", layer, {"N": 1, **layer.loops}, (16, 16))
+    assert [(s.dim, s.rows, s.cols) for s in m.stacks] == [("C", 16, 1), ("K", 1, 16)]
+    dw = get_network("mobilenet")["conv2_dw"]
+    (m,) = pe_mappings("systolic", dw, {"N": 1, **dw.loops}, (16, 16))
+    assert m.stacks[0].dim == "G"
+
+
+def test_unknown_template():
+    with pytest.raises(ArchError, match="no PE mapping template 'magic'"):
+        pe_mappings("magic", ALEXNET["fc1"], {"N": 1, **ALEXNET["fc1"].loops}, (8, 8))
