@@ -119,3 +119,14 @@ def test_node_partitioning_costs_noc_hops():
     # the second node is one hop away; it receives 800 input, 144 weight words and
     # sends 512 output words: 1456 word-hops.
     assert wide.noc_hops == 1456
+
+
+def test_loops_of_one_iteration_change_nothing():
+    arch = load_arch("eyeriss")
+    base = row_stationary_scheme()
+    padded = LayerScheme(LAYER, 2, {"R": 3}, (
+        LevelScheme("REGF", base.levels[0].stacks, (Loop("K", 8), Loop("C", 4), Loop("N", 1), Loop("X", 8))),
+        LevelScheme("GBUF", (), (Loop("N", 2), Loop("K", 1))),
+    ))
+    a, b = evaluate(base, arch), evaluate(padded, arch)
+    assert a.accesses == b.accesses and a.energy == b.energy and a.time == b.time

@@ -7,6 +7,7 @@ import click
 from kapla import __version__
 from kapla.cli.arch_cmd import arch_cmd
 from kapla.cli.common import KaplaGroup
+from kapla.cli.schedule_cmd import schedule_cmd
 from kapla.cli.stats_cmd import stats_cmd
 
 
@@ -19,6 +20,7 @@ def app() -> None:
 
 app.add_command(stats_cmd)
 app.add_command(arch_cmd)
+app.add_command(schedule_cmd)
 
 
 def main() -> None:

@@ -72,7 +72,8 @@ def _block_volume(kind: Kind, block: Mapping[str, int], layer: Layer, loops: tup
     and how many distinct blocks those loops visit."""
     relevant = RELEVANT[kind]
     size = footprint(kind, block, layer)
-    last = max((j for j, lp in enumerate(loops) if lp.dim in relevant), default=None)
+    # A loop of one iteration changes nothing, so it cannot be the one that reloads.
+    last = max((j for j, lp in enumerate(loops) if lp.dim in relevant and lp.count > 1), default=None)
     distinct = math.prod(lp.count for lp in loops if lp.dim in relevant)
     if last is None:
         return float(size), distinct

@@ -1,0 +1,159 @@
+"""The exhaustive intra-layer solver (KAPLA's "S"): the reference optimum.
+
+It searches the whole space of :mod:`kapla.solve.space` on the evaluator,
+skipping only what provably cannot win:
+
+* **capacity**: register blocks that overflow the register file, and node
+  blocks that overflow the global buffer, are never completed;
+* **equivalent loop orders**: every tensor depends on all block dimensions
+  but one, so at each level only the innermost non-trivial loop changes any
+  reload count; one order per choice of innermost loop covers them all;
+* **bound**: skeletons are visited in order of a lower bound on their cost
+  (:func:`lower_bound`, which no scheme of the skeleton can beat); once the
+  best scheme found costs less than a skeleton's bound, that skeleton and
+  all later ones are skipped.
+
+Results are cached by (layer shape, batch, hardware, objective), so repeated
+layers are solved once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from functools import lru_cache
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.model.evaluate import LayerCost, evaluate
+from kapla.solve.base import IntraResult, check_objective, no_scheme
+from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, divisors, skeletons
+from kapla.workload.layer import Layer
+
+
+def _innermost_orders(dims: list[str]) -> list[tuple[str, ...]]:
+    if not dims:
+        return [()]
+    return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
+
+
+def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str) -> float:
+    """No scheme built on ``skel`` costs less than this.
+
+    Energy: MAC and register energy are fixed by the layer; every node must
+    receive each element of its block at least once from DRAM over at least
+    the distance to its nearest channel (once per sharing group), every node
+    buffer must hand each element to the PE array at least once, every PE
+    (systolic: every array edge) must receive its elements at least once,
+    DRAM must supply every element at least once, and the layer runs at least
+    its compute steps. Latency: the compute steps.
+    """
+    layer, m = skel.layer, skel.mapping
+    rest = skel.rest
+    span = {d: 1 for d in "NGCKYXSR"} | m.unit_dims
+    for loop in m.inner:
+        span[loop.dim] *= loop.count
+    for d, n in rest.items():
+        span[d] *= n
+    trips = math.prod(m.unit_dims.values()) * math.prod(lp.count for lp in m.inner) * math.prod(rest.values())
+    if objective == "latency":
+        return float(trips)
+    group = dict(span)
+    for st in m.stacks:
+        group[st.dim] *= st.count
+    full = layer_dims(layer, skel.batch)
+    clip = lambda block: {d: min(v, full[d]) for d, v in block.items()}  # noqa: E731
+    span, group = clip(span), clip(group)
+    pes = math.prod(st.count for st in m.stacks)
+    nodes = math.prod(st.count for st in skel.partition.stacks)
+    shr = dict(skel.shr)
+    systolic = arch.levels[0].same_level_transfer
+    ops = layer.loop_ops * skel.batch
+    roles = tensor_roles(layer)
+    energy = ops * arch.mac_energy
+    energy += ops * sum(r.copies * (2 if r.written else 1) for r in roles) * arch.levels[0].access_energy
+    from kapla.model.evaluate import _channel_distance
+
+    distance = _channel_distance(arch, skel.partition_grid) if arch.node_level is not None else 0.0
+    for r in roles:
+        per_node = footprint(r.kind, group, layer) * r.copies
+        per_pe = footprint(r.kind, span, layer) * r.copies
+        bus = per_node if systolic else per_pe * pes
+        energy += bus * nodes * arch.bus_energy
+        energy += per_node * nodes * arch.levels[1].access_energy
+        energy += footprint(r.kind, full, layer) * r.copies * arch.levels[-1].access_energy
+        if arch.node_level is not None:
+            # outputs reach DRAM after any reduction: at least the whole tensor once
+            moved = footprint(r.kind, full, layer) * r.copies if r.written else per_node * nodes / shr.get(r.kind, 1)
+            energy += moved * distance * arch.hop_energy
+    energy += trips * arch.static_energy
+    return energy if objective == "energy" else energy * trips
+
+
+class ExhaustiveIntraSolver:
+    """The reference optimum over the whole intra-layer space (slow by design)."""
+
+    name = "exhaustive"
+
+    def __init__(self, time_budget: float | None = None) -> None:
+        self.time_budget = time_budget
+
+    def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
+              ifm_name: str | None = None) -> IntraResult:
+        check_objective(objective)
+        scheme, cost, evaluated, seconds = _solve_cached(layer, batch, arch, objective, self.time_budget)
+        if scheme is None:
+            raise no_scheme(layer, batch, arch)
+        if ifm_name is not None:
+            scheme = LayerScheme(scheme.layer, scheme.batch, scheme.unit, scheme.levels, ifm_name=ifm_name)
+            cost = evaluate(scheme, arch)
+        return IntraResult(scheme, cost, evaluated, seconds)
+
+
+@lru_cache(maxsize=4096)
+def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None):
+    start = time.perf_counter()
+    skels = sorted(skeletons(layer, batch, arch), key=lambda s: lower_bound(s, arch, objective))
+    best: tuple[float, LayerScheme, LayerCost] | None = None
+    evaluated = 0
+    for skel in skels:
+        if best is not None and lower_bound(skel, arch, objective) >= best[0]:
+            break
+        if budget is not None and time.perf_counter() - start > budget:
+            break
+        for scheme in _blockings(skel, arch):
+            cost = evaluate(scheme, arch, check=False)
+            evaluated += 1
+            value = cost.objective(objective)
+            if best is None or value < best[0]:
+                best = (value, scheme, cost)
+    if best is None:
+        return None, None, evaluated, time.perf_counter() - start
+    scheme = best[1]
+    return scheme, evaluate(scheme, arch), evaluated, time.perf_counter() - start
+
+
+def _blockings(skel: Skeleton, arch: ArchSpec):
+    """Every blocking of ``skel`` that fits both buffers, one per equivalent loop order."""
+    rest = skel.rest
+    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
+    regf_cap = arch.levels[0].capacity // arch.word_bytes
+    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    orders = _innermost_orders(dims)
+    for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
+        u = dict(zip(dims, unit))
+        probe = build_scheme(skel, Blocking(tuple(u.items()), (), tuple((d, rest[d] // u[d]) for d in dims)))
+        if probe.buffer_words(0) > regf_cap:
+            continue
+        for mid in itertools.product(*(divisors(rest[d] // u[d]) for d in dims)):
+            a = dict(zip(dims, mid))
+            top = {d: rest[d] // (u[d] * a[d]) for d in dims}
+            first = build_scheme(skel, Blocking(tuple(u.items()), tuple(a.items()), tuple(top.items())))
+            if first.buffer_words(1) > gbuf_cap:
+                continue
+            for o1 in orders:
+                for o2 in orders:
+                    yield build_scheme(skel, Blocking(tuple(u.items()), tuple((d, a[d]) for d in o1),
+                                                      tuple((d, top[d]) for d in o2)))

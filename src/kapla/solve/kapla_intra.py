@@ -1,0 +1,220 @@
+"""KAPLA's intra-layer solver (Sec. IV-C, Algorithm 1): bottom-up cost descent.
+
+For a handful of skeletons (partition x sharing x PE mapping) ranked by a
+cheap lower-bound estimate, the solver works up the hierarchy:
+
+1. **REGF caching**: starting from the PE template's unit block, repeatedly
+   enlarge the register block along one dimension, to its next divisor. The
+   dimension is the one that most reduces the array-bus traffic of the
+   currently most-accessed tensor (ties broken by the second); a step is
+   taken only if it fits the register file and does not raise the cost.
+2. **GBUF caching**: the same for the node-buffer block (moving loop factors
+   from above the GBUF to between GBUF and REGF), driven by DRAM traffic.
+3. **Loop orders**: every choice of innermost loop at both levels is tried
+   on the result, and the descent is repeated once from the best orders.
+
+Blocks only ever grow while they fit, so every scheme built is valid by
+construction; the evaluator checks the winner anyway.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import Kind, footprint
+from kapla.model.evaluate import ITCN, LayerCost, evaluate
+from kapla.solve.base import IntraResult, check_objective, no_scheme
+from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, divisors, skeletons
+from kapla.workload.layer import Layer
+
+
+@dataclass
+class _State:
+    unit: dict[str, int]
+    regf: dict[str, int]
+    top: dict[str, int]
+    regf_order: tuple[str, ...]
+    top_order: tuple[str, ...]
+
+    def blocking(self) -> Blocking:
+        return Blocking(tuple(self.unit.items()),
+                        tuple((d, self.regf[d]) for d in self.regf_order),
+                        tuple((d, self.top[d]) for d in self.top_order))
+
+
+class KaplaIntraSolver:
+    """KAPLA's fast intra-layer solver; ``top`` skeletons are refined per layer."""
+
+    name = "kapla"
+
+    def __init__(self, top: int = 6) -> None:
+        self.top = top
+
+    def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
+              ifm_name: str | None = None) -> IntraResult:
+        check_objective(objective)
+        start = time.perf_counter()
+        skels = list(skeletons(layer, batch, arch))
+        ranked = sorted(skels, key=lambda s: estimate(s, arch))
+        best: tuple[float, LayerScheme, LayerCost] | None = None
+        evaluated = 0
+        for skel in ranked[: self.top]:
+            found = _descend(skel, arch, objective, ifm_name)
+            if found is None:
+                continue
+            scheme, cost, n = found
+            evaluated += n
+            value = cost.objective(objective)
+            if best is None or value < best[0]:
+                best = (value, scheme, cost)
+        if best is None:
+            raise no_scheme(layer, batch, arch)
+        _, scheme, _ = best
+        cost = evaluate(scheme, arch)  # the independent check, on the winner
+        return IntraResult(scheme, cost, evaluated, time.perf_counter() - start)
+
+
+def estimate(skel: Skeleton, arch: ArchSpec) -> float:
+    """A lower bound on a skeleton's energy, from its blocks alone (no blocking search).
+
+    Each PE and each node must load the data its block touches at least
+    once, DRAM data must cross the NoC to every node that needs them (once per
+    sharing group), and the layer takes at least its compute steps of static
+    energy. MAC and register energy are the same for every skeleton.
+    """
+    layer, m = skel.layer, skel.mapping
+    rest = skel.rest
+    pe_block = {d: 1 for d in "NGCKYXSR"} | m.unit_dims
+    pe_span = dict(pe_block)
+    for loop in m.inner:
+        pe_span[loop.dim] = pe_span.get(loop.dim, 1) * loop.count
+    for d, n in rest.items():
+        pe_span[d] = pe_span.get(d, 1) * n
+    node_span = dict(pe_span)
+    for st in m.stacks:
+        node_span[st.dim] = node_span.get(st.dim, 1) * st.count
+    pes = math.prod(st.count for st in m.stacks)
+    nodes = math.prod(st.count for st in skel.partition.stacks)
+    shr = dict(skel.shr)
+    itcn = gbuf = noc = 0.0
+    for kind in (Kind.IFM, Kind.WGT, Kind.OFM):
+        if kind == Kind.WGT and not layer.has_weights:
+            continue
+        itcn += footprint(kind, pe_span, layer) * pes * nodes
+        per_node = footprint(kind, node_span, layer)
+        gbuf += per_node * nodes
+        noc += per_node * nodes / shr.get(kind, 1)
+    distance = _mean_channel_distance(arch)
+    trips = math.prod(pe_block.values()) * math.prod(lp.count for lp in m.inner) * math.prod(rest.values())
+    return (itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy
+            + noc * distance * arch.hop_energy + trips * arch.static_energy)
+
+
+def _mean_channel_distance(arch: ArchSpec) -> float:
+    from kapla.model.evaluate import _channel_distance
+
+    return _channel_distance(arch, arch.node_array) if arch.node_level is not None else 0.0
+
+
+def _next(value: int, limit: int) -> int | None:
+    """The next divisor of ``limit`` that is a multiple of ``value`` (None at the top)."""
+    for d in divisors(limit):
+        if d > value and d % value == 0:
+            return d
+    return None
+
+
+def _orders(dims: list[str]) -> list[tuple[str, ...]]:
+    """One order per choice of innermost loop (the others keep a fixed order)."""
+    if not dims:
+        return [()]
+    return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
+
+
+def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | None):
+    rest = skel.rest
+    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
+    regf_cap = arch.levels[0].capacity // arch.word_bytes
+    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    evaluated = 0
+
+    def build(state: _State) -> LayerScheme:
+        return build_scheme(skel, state.blocking(), ifm_name)
+
+    def cost_of(scheme: LayerScheme) -> LayerCost:
+        nonlocal evaluated
+        evaluated += 1
+        return evaluate(scheme, arch, check=False)
+
+    def fits(scheme: LayerScheme) -> bool:
+        return scheme.buffer_words(0) <= regf_cap and scheme.buffer_words(1) <= gbuf_cap
+
+    orders = _orders(dims)
+    state = _State({d: 1 for d in dims}, {d: 1 for d in dims}, dict((d, rest[d]) for d in dims),
+                   orders[0], orders[0])
+    scheme = build(state)
+    if not fits(scheme):
+        return None
+    best_cost = cost_of(scheme)
+    for round_ in range(2):
+        for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
+            state, scheme, best_cost = _cache(state, field_, counts_key, dims, rest, build, cost_of, fits,
+                                              objective, best_cost)
+        # try every pair of innermost loops on the blocks found
+        best = (best_cost.objective(objective), state, scheme, best_cost)
+        for o1 in orders:
+            for o2 in orders:
+                trial = _State(state.unit, state.regf, state.top, o1, o2)
+                s = build(trial)
+                c = cost_of(s)
+                if c.objective(objective) < best[0]:
+                    best = (c.objective(objective), trial, s, c)
+        if best[1].regf_order == state.regf_order and best[1].top_order == state.top_order and round_ == 0:
+            state, scheme, best_cost = best[1], best[2], best[3]
+            break
+        state, scheme, best_cost = best[1], best[2], best[3]
+    return scheme, evaluate(scheme, arch), evaluated
+
+
+def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: dict[str, int], build, cost_of,
+           fits, objective: str, current: LayerCost):
+    """Grow one level's block (``unit`` or ``regf`` factors) while it fits and the cost does not rise."""
+    scheme = build(state)
+    while True:
+        counts = current.accesses.get(counts_key, {})
+        moves = []
+        for d in dims:
+            grow = getattr(state, field_)
+            used = state.unit[d] * state.regf[d]
+            nxt = _next(used, rest[d])
+            if nxt is None:
+                continue
+            factor = nxt // used
+            new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order, state.top_order)
+            getattr(new, field_)[d] = grow[d] * factor
+            new.top[d] = state.top[d] // factor
+            s = build(new)
+            if not fits(s):
+                continue
+            c = cost_of(s)
+            moves.append((d, new, s, c))
+        if not moves:
+            return state, scheme, current
+        ranking = sorted(counts, key=counts.get, reverse=True)
+
+        def key(move):
+            _, _, _, c = move
+            after = c.accesses.get(counts_key, {})
+            return tuple(after.get(t, 0.0) for t in ranking) + (c.objective(objective),)
+
+        moves.sort(key=key)
+        for d, new, s, c in moves:
+            if c.objective(objective) <= current.objective(objective):
+                state, scheme, current = new, s, c
+                break
+        else:
+            return state, scheme, current

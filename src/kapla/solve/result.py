@@ -1,0 +1,81 @@
+"""The outcome of scheduling a network: per-layer schemes and costs, and totals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.listing import format_scheme
+from kapla.model.evaluate import LayerCost
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One layer's scheme, where it ran, and what it cost."""
+
+    name: str
+    scheme: LayerScheme
+    cost: LayerCost
+    region: tuple[tuple[int, int], tuple[int, int]]  # origin, shape
+    solver_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "energy_j": self.cost.total_energy,
+            "time_cycles": self.cost.time,
+            "breakdown": dict(self.cost.energy),
+            "accesses": {level: sum(t.values()) for level, t in self.cost.accesses.items()},
+            "noc_hops": self.cost.noc_hops,
+            "valid": self.cost.valid,
+            "region": {"origin": list(self.region[0]), "shape": list(self.region[1])},
+            "directives": format_scheme(self.scheme),
+        }
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """A whole network's schedule: segments of layers, their results, and the totals."""
+
+    network: str
+    arch: str
+    batch: int
+    training: bool
+    solver: str
+    objective: str
+    segments: tuple[tuple[str, ...], ...]
+    layers: tuple[LayerResult, ...]
+    energy: dict[str, float]  # joules per component
+    time: float  # cycles
+    solver_seconds: float
+    valid: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def energy_j(self) -> float:
+        return sum(self.energy.values())
+
+    def layer(self, name: str) -> LayerResult:
+        for lr in self.layers:
+            if lr.name == name:
+                return lr
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.network,
+            "arch": self.arch,
+            "batch": self.batch,
+            "training": self.training,
+            "solver": self.solver,
+            "objective": self.objective,
+            "energy_j": self.energy_j,
+            "time_cycles": self.time,
+            "breakdown": dict(self.energy),
+            "solver_seconds": self.solver_seconds,
+            "valid": self.valid,
+            "segments": [list(s) for s in self.segments],
+            "layers": [lr.to_dict() for lr in self.layers],
+            **self.extra,
+        }

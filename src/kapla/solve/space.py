@@ -1,0 +1,207 @@
+"""The intra-layer design space (KAPLA Table II, intra-layer rows), as directives.
+
+A scheme for one layer on a block of nodes is chosen in four steps, each a
+part of the directives:
+
+1. **node partition**: GBUF-level stacks splitting batch ``N``, channel
+   groups ``G``, input channels ``C``, output channels ``K`` and the output
+   fmap ``Y``/``X`` over the nodes (TANGRAM's hybrid partitioning);
+2. **buffer sharing**: whether the nodes that need the same input fmap or
+   weights store one copy between them (TANGRAM's BSD, ``shr``);
+3. **PE mapping**: the hardware's template maps each node's share onto its
+   PE array (unit block, PE stacks, fixed innermost loops);
+4. **loop blocking**: what is left of ``N, G, C, K`` is split between the
+   PE register block (``unit``), the loops between GBUF and REGF (REGF-level
+   updates) and the loops between DRAM and GBUF (GBUF-level updates), each
+   level with a loop order.
+
+Steps 1-3 form a :class:`Skeleton`; :func:`build_scheme` adds step 4.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator, Mapping, Sequence
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+from kapla.dataflow.mapping import PeMapping, pe_mappings
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims
+from kapla.model.validity import dim_loops
+from kapla.workload.layer import Layer
+
+PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
+BLOCK_DIMS = ("N", "G", "C", "K")
+MAX_PADDING = 0.1  # a partition may pad a dimension by at most 10 % (as nn_dataflow)
+
+
+@lru_cache(maxsize=None)
+def factorizations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """Every ordered ``parts``-tuple of positive integers whose product is ``n``."""
+    if parts == 1:
+        return ((n,),)
+    out = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out.extend((d,) + rest for rest in factorizations(n // d, parts - 1))
+    return tuple(out)
+
+
+def divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def splits_evenly(extent: int, parts: int) -> bool:
+    """``parts`` blocks of ``ceil(extent / parts)`` cover ``extent`` with little padding
+    and none wholly empty."""
+    if parts == 1:
+        return True
+    block = -(-extent // parts)
+    return (parts - 1) * block < extent and block * parts - extent <= max(MAX_PADDING * block * parts, 1)
+
+
+@dataclass(frozen=True)
+class NodePartition:
+    """How a layer is split over a rows x cols block of nodes (GBUF-level stacks)."""
+
+    stacks: tuple[Stack, ...]
+
+    @property
+    def factors(self) -> dict[str, int]:
+        return {s.dim: s.count for s in self.stacks}
+
+    def describe(self) -> str:
+        return " ".join(f"{s.dim}{s.count}" for s in self.stacks) or "none"
+
+
+def node_partitions(layer: Layer, batch: int, region: tuple[int, int]) -> list[NodePartition]:
+    """Partitions using every node of ``region``, each dimension split evenly."""
+    full = layer_dims(layer, batch)
+    rows, cols = region
+    dims = [d for d in PARTITION_DIMS if full[d] > 1]
+    seen: set[tuple] = set()
+    out = []
+    for counts in factorizations(rows * cols, len(dims)) if dims else ((),):
+        if not all(splits_evenly(full[d], c) for d, c in zip(dims, counts)):
+            continue
+        key = tuple(zip(dims, counts))
+        if key in seen:
+            continue
+        layout = _layout(counts, rows, cols)
+        if layout is None:
+            continue
+        seen.add(key)
+        out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout) if r * c > 1)))
+    return out
+
+
+def _layout(counts: Sequence[int], rows: int, cols: int) -> list[tuple[int, int]] | None:
+    """Split each count into (rows, cols) so the stacks fill the rows x cols grid."""
+    out = []
+    left = rows
+    for c in counts:
+        r = math.gcd(c, left)
+        left //= r
+        out.append((r, c // r))
+    if left != 1 or math.prod(c for _, c in out) != cols:
+        return None
+    return out
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A partition, buffer-sharing choice and PE mapping: everything but loop blocking."""
+
+    layer: Layer
+    batch: int
+    partition: NodePartition
+    shr: tuple[tuple[Kind, int], ...]
+    mapping: PeMapping
+    remaining: tuple[tuple[str, int], ...]  # what loop blocking must still cover, per block dim
+    levels: tuple[str, str] = ("REGF", "GBUF")
+
+    @property
+    def rest(self) -> dict[str, int]:
+        return dict(self.remaining)
+
+    @property
+    def partition_grid(self) -> tuple[int, int]:
+        stacks = self.partition.stacks
+        return (math.prod(s.rows for s in stacks), math.prod(s.cols for s in stacks))
+
+    def describe(self) -> str:
+        shared = ",".join(f"{k}/{n}" for k, n in self.shr) or "-"
+        return f"nodes {self.partition.describe()} | shr {shared} | {self.mapping.note or self.mapping.template}"
+
+
+def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> list[tuple[tuple[Kind, int], ...]]:
+    """Buffer-sharing choices: none, or one copy per group of nodes needing the same data."""
+    if not enabled:
+        return [()]
+    groups = {}
+    for kind in (Kind.IFM, Kind.WGT):
+        if kind == Kind.WGT and not layer.has_weights:
+            continue
+        n = math.prod(s.count for s in partition.stacks if s.dim not in RELEVANT[kind])
+        if n > 1:
+            groups[kind] = n
+    options = [()]
+    for r in range(1, len(groups) + 1):
+        for kinds in itertools.combinations(sorted(groups), r):
+            options.append(tuple((k, groups[k]) for k in kinds))
+    return options
+
+
+def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
+    """Every partition x sharing x PE-mapping combination whose blocks tile the layer."""
+    full = layer_dims(layer, batch)
+    use_sharing = arch.options.buffer_sharing and arch.node_level is not None
+    names = (arch.levels[0].name, arch.levels[1].name)
+    for part in node_partitions(layer, batch, arch.node_array):
+        f = part.factors
+        node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
+        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array):
+            covered = mapping.covered()
+            rest = tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)
+            for shr in sharing_options(part, layer, use_sharing):
+                skel = Skeleton(layer, batch, part, shr, mapping, rest, names)
+                if coverage_ok(build_scheme(skel, Blocking((), (), tuple(rest)))):
+                    yield skel
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Loop blocking of the block dims: (unit, REGF-level, GBUF-level) factors and orders."""
+
+    unit: tuple[tuple[str, int], ...]
+    regf: tuple[tuple[str, int], ...]  # REGF-level updates, outermost first
+    gbuf: tuple[tuple[str, int], ...]  # GBUF-level updates, outermost first
+
+
+def build_scheme(skel: Skeleton, blocking: Blocking, ifm_name: str | None = None) -> LayerScheme:
+    """The complete directives of a skeleton with a loop blocking."""
+    m = skel.mapping
+    unit = m.unit_dims
+    for d, n in blocking.unit:
+        unit[d] = unit.get(d, 1) * n
+    regf_updates = tuple(Loop(d, n) for d, n in blocking.regf if n > 1) + m.inner
+    gbuf_updates = tuple(Loop(d, n) for d, n in blocking.gbuf if n > 1)
+    levels = [LevelScheme(skel.levels[0], m.stacks, regf_updates)]
+    levels.append(LevelScheme(skel.levels[1], skel.partition.stacks, gbuf_updates, skel.shr))
+    return LayerScheme(skel.layer, skel.batch, unit, tuple(levels), ifm_name=ifm_name)
+
+
+def coverage_ok(scheme: LayerScheme) -> bool:
+    """The blocks reach every dimension's extent and no loop iteration is wholly idle."""
+    full = scheme.dims
+    top = scheme.nominal_tile(len(scheme.levels))
+    for d in DIMS:
+        if top[d] < full[d]:
+            return False
+        for _, count, step in dim_loops(scheme, d):
+            if (count - 1) * step >= full[d]:
+                return False
+    return True
