@@ -6,12 +6,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kapla.api import SOLVERS
+from kapla.api import SOLVERS, make_solver
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.layerwise import schedule_layerwise
-from kapla.api import make_solver
 from kapla.workload.load import load_network
 
 
@@ -39,7 +38,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     arch = load_arch(arch_name)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
         task = bar.add_task(f"scheduling {network.name}", total=len(network))
         result = schedule_layerwise(network, arch, make_solver(solver), objective,
                                     progress=lambda name: bar.update(task, advance=1, description=name))

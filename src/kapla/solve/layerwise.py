@@ -14,7 +14,7 @@ from typing import Callable
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.model.evaluate import STATIC, evaluate
-from kapla.solve.base import IntraSolver, check_objective
+from kapla.solve.base import IntraSolver, NoSchemeError, check_objective, no_scheme
 from kapla.solve.result import LayerResult, ScheduleResult
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -38,7 +38,10 @@ def schedule_layerwise(network: Network, arch: ArchSpec, solver: IntraSolver, ob
         ifm = "+".join(network.producers(layer.name))
         t0 = time.perf_counter()
         if key not in solved:
-            solved[key] = solver.solve(key, network.batch, arch, objective).scheme
+            try:
+                solved[key] = solver.solve(key, network.batch, arch, objective).scheme
+            except NoSchemeError:
+                raise no_scheme(layer, network.batch, arch) from None
         generic = solved[key]
         scheme = LayerScheme(layer, generic.batch, generic.unit, generic.levels, ifm_name=ifm)
         cost = evaluate(scheme, arch)

@@ -1,0 +1,62 @@
+"""``kapla schedule`` and the Python API example of the README."""
+
+import json
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kapla.cli.main import app
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def run(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_schedule_json_has_the_promised_fields(tmp_path):
+    target = tmp_path / "out.json"
+    result = run("schedule", "mlp_s", "--batch", "8", "--json", str(target))
+    assert result.exit_code == 0, result.output
+    data = json.loads(target.read_text())
+    for key in ("energy_j", "time_cycles", "breakdown", "solver_seconds", "valid", "segments", "layers"):
+        assert key in data
+    assert data["valid"] and data["energy_j"] == sum(data["breakdown"].values())
+    assert [layer["name"] for layer in data["layers"]] == ["fc1", "fc2", "fc3"]
+    assert all(layer["directives"].startswith(f"layer {layer['name']} batch=8:") for layer in data["layers"])
+    assert data["time_cycles"] == sum(layer["time_cycles"] for layer in data["layers"])
+
+
+def test_schedule_prints_directives_breakdown_and_time():
+    result = run("schedule", "mlp_s", "--arch", "edge", "--batch", "1")
+    assert result.exit_code == 0, result.output
+    assert "layer fc1 batch=1:" in result.output and "tensor{" in result.output
+    assert re.search(r"energy [\d.]+ mJ \(MAC", result.output)
+    assert re.search(r"time [\d,]+ cycles", result.output) and "valid" in result.output
+
+
+def test_schedule_bad_inputs_exit_2():
+    result = run("schedule", "nonet")
+    assert result.exit_code == 2 and result.output.startswith("error: unknown network 'nonet'")
+    result = run("schedule", "mlp_s", "--arch", "nohw")
+    assert result.exit_code == 2 and "error: unknown hardware 'nohw'" in result.output
+
+
+def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
+    arch = json.loads(run("arch", "show", "eyeriss", "--json").output)
+    arch["levels"][0]["capacity"] = 8
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(arch))
+    result = run("schedule", "alexnet", "--arch", str(path), "--batch", "1")
+    assert result.exit_code == 2
+    assert re.match(r"error: layer 'conv1_a' does not fit: its smallest PE block needs \d+ B of REGF but REGF "
+                    r"holds 8 B", result.output)
+
+
+def test_readme_python_example_runs():
+    text = README.read_text()
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "README example", "exec"), namespace)  # noqa: S102 - our own README
+    assert namespace["result"].valid
