@@ -5,9 +5,9 @@ skipping only what provably cannot win:
 
 * **capacity**: register blocks that overflow the register file, and node
   blocks that overflow the global buffer, are never completed;
-* **equivalent loop orders**: every tensor depends on all block dimensions
-  but one, so at each level only the innermost non-trivial loop changes any
-  reload count; one order per choice of innermost loop covers them all;
+* **equivalent loop orders**: at each level, orders that give every tensor
+  the same set of reloading loops cost the same; one order per class is
+  tried (:func:`kapla.solve.space.distinct_orders`);
 * **bound**: skeletons are visited in order of a lower bound on their cost
   (:func:`lower_bound`, which no scheme of the skeleton can beat); once the
   best scheme found costs less than a skeleton's bound, that skeleton and
@@ -29,14 +29,8 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, divisors, skeletons
+from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
 from kapla.workload.layer import Layer
-
-
-def _innermost_orders(dims: list[str]) -> list[tuple[str, ...]]:
-    if not dims:
-        return [()]
-    return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
 
 
 def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str) -> float:
@@ -136,12 +130,12 @@ def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budg
 
 
 def _blockings(skel: Skeleton, arch: ArchSpec):
-    """Every blocking of ``skel`` that fits both buffers, one per equivalent loop order."""
+    """Every blocking of ``skel`` that fits both buffers, one per class of equivalent loop orders."""
     rest = skel.rest
     dims = [d for d in BLOCK_DIMS if rest[d] > 1]
     regf_cap = arch.levels[0].capacity // arch.word_bytes
     gbuf_cap = arch.levels[1].capacity // arch.word_bytes
-    orders = _innermost_orders(dims)
+    layer = skel.layer
     for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
         u = dict(zip(dims, unit))
         probe = build_scheme(skel, Blocking(tuple(u.items()), (), tuple((d, rest[d] // u[d]) for d in dims)))
@@ -153,7 +147,7 @@ def _blockings(skel: Skeleton, arch: ArchSpec):
             first = build_scheme(skel, Blocking(tuple(u.items()), tuple(a.items()), tuple(top.items())))
             if first.buffer_words(1) > gbuf_cap:
                 continue
-            for o1 in orders:
-                for o2 in orders:
+            for o1 in distinct_orders(layer, tuple(d for d in dims if a[d] > 1)):
+                for o2 in distinct_orders(layer, tuple(d for d in dims if top[d] > 1)):
                     yield build_scheme(skel, Blocking(tuple(u.items()), tuple((d, a[d]) for d in o1),
                                                       tuple((d, top[d]) for d in o2)))

@@ -10,7 +10,7 @@ part of the directives:
    weights store one copy between them (TANGRAM's BSD, ``shr``);
 3. **PE mapping**: the hardware's template maps each node's share onto its
    PE array (unit block, PE stacks, fixed innermost loops);
-4. **loop blocking**: what is left of ``N, G, C, K`` is split between the
+4. **loop blocking**: what is left of ``N, G, C, K, Y, X`` is split between the
    PE register block (``unit``), the loops between GBUF and REGF (REGF-level
    updates) and the loops between DRAM and GBUF (GBUF-level updates), each
    level with a loop order.
@@ -29,12 +29,12 @@ from typing import Iterator, Mapping, Sequence
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.mapping import PeMapping, pe_mappings
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
 from kapla.model.validity import dim_loops
 from kapla.workload.layer import Layer
 
 PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
-BLOCK_DIMS = ("N", "G", "C", "K")
+BLOCK_DIMS = ("N", "G", "C", "K", "Y", "X")
 MAX_PADDING = 0.1  # a partition may pad a dimension by at most 10 % (as nn_dataflow)
 
 
@@ -205,3 +205,26 @@ def coverage_ok(scheme: LayerScheme) -> bool:
             if (count - 1) * step >= full[d]:
                 return False
     return True
+
+
+def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """One loop order (outermost first) per class of orders that cost the same.
+
+    A tensor is reloaded by the loops from the outermost down to its innermost
+    relevant one; only that set, and which loop it ends with (a sliding window
+    reloads less), depend on the order. Orders giving every tensor the same
+    set and last loop are equivalent, so one of each class is enough.
+    """
+    return _distinct_orders(tuple(sorted({r.kind for r in tensor_roles(layer)})), dims)
+
+
+@lru_cache(maxsize=None)
+def _distinct_orders(kinds: tuple[Kind, ...], dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    seen = {}
+    for order in itertools.permutations(dims):
+        signature = []
+        for kind in kinds:
+            last = max((i for i, d in enumerate(order) if d in RELEVANT[kind]), default=-1)
+            signature.append((frozenset(order[: last + 1]), order[last] if last >= 0 else None))
+        seen.setdefault(tuple(signature), order)
+    return tuple(seen.values())

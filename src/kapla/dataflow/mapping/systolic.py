@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kapla.dataflow.directives import Loop, Stack
+from kapla.dataflow.directives import Stack
 from kapla.dataflow.mapping import PeMapping, fold, register
 from kapla.workload.layer import Layer
 
@@ -26,6 +26,6 @@ def systolic(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int, int]
     if extents["K"] > 1:
         stacks.append(Stack("K", 1, fold(extents["K"], cols)[0]))
     unit = tuple((d, extents[d]) for d in ("S", "R") if extents[d] > 1)
-    # The fmap streams through the array, one output position per step.
-    inner = tuple(Loop(d, extents[d]) for d in ("Y", "X") if extents[d] > 1)
-    return [PeMapping("systolic", unit, tuple(stacks), inner, note=f"{down}|K")]
+    # The fmap streams through the array; how its rows and columns are blocked
+    # is left to loop blocking.
+    return [PeMapping("systolic", unit, tuple(stacks), note=f"{down}|K")]
