@@ -4,45 +4,60 @@ The exhaustive intra-layer solver judges every loop blocking of every
 skeleton (:mod:`kapla.solve.space`). Building a :class:`LayerScheme` and
 running :func:`kapla.model.evaluate.evaluate` on each costs a few hundred
 microseconds; this module computes the *same numbers* for arrays of
-blockings with numpy.
+blockings with numpy, a few microseconds each.
 
-Everything a skeleton fixes (node partition, buffer sharing, PE mapping) is
-worked out once (:class:`BatchEvaluator`): the window dimensions
-``Y X S R`` of every block, the PE-mapping loops and their steps, the NoC
-distance, the constant access counts. A blocking then only changes the
-``N G C K`` extents of the blocks and the counts (and, through the loop
-orders, the positions) of the temporal loops, so each quantity of
-:mod:`kapla.dataflow.traffic` and :mod:`kapla.model.evaluate` becomes a few
-array operations. Candidates are grouped by loop-order pair: within a group
-the loop structure is fixed and only the counts vary (a loop of count 1 is
-dropped from the scheme, which the formulas here reproduce by never letting
-such a loop be the one a tensor reloads on).
+A skeleton (node partition, buffer sharing, PE mapping) fixes the stacks of
+both levels and the PE mapping's unit block and innermost loops; a blocking
+adds, per block dimension, the unit factor, the REGF-level and GBUF-level
+loop counts and the loop order at both levels. :class:`BatchEvaluator` works
+out the skeleton's part once; :meth:`BatchEvaluator.costs` then evaluates
+``M`` candidates, each with its own factors and orders, as ``(M,)`` and
+``(M, loops)`` array operations that follow :mod:`kapla.dataflow.traffic`
+and :mod:`kapla.model.evaluate` step by step:
 
-The numbers agree with the scalar evaluator (``check=False``) up to
-floating-point summation order; ``tests/model/test_batch.py`` checks them to
+* blocks: nominal tiles (what loops advance by), clipped tiles (what a
+  buffer holds) and the stacked groups of each boundary, with the exact
+  input window (:func:`kapla.dataflow.tensors.window`);
+* per tensor and boundary, the innermost relevant loop of count > 1 (loops
+  of count 1 are not in the scheme and never reload anything), the loops
+  enclosing it, and the sliding-window union when that loop moves an input
+  window (step x stride, or x dilation for filter loops);
+* fills, parent reads, write-backs (``2f - 1``), reductions, buffer-sharing
+  rotation, systolic neighbour hops, NoC hops, bus, DRAM and compute time,
+  static energy.
+
+The numbers agree with the scalar evaluator (``check=False``) up to the
+order of floating-point sums; ``tests/model/test_batch.py`` checks them to
 ``rtol=1e-9``.
 
 Entry points:
 
-* :func:`batch_costs` - costs of given blockings (factor arrays x order pairs);
-* :func:`enumerate_blockings` - the capacity-feasible factor combinations of
-  :func:`kapla.solve.exhaustive._blockings`, as arrays, in its order;
-* :func:`enumerate_and_cost` - both, returning the best blocking of a skeleton.
+* :func:`batch_costs` - costs of given blockings;
+* :func:`enumerate_blockings` - the candidates of
+  :func:`kapla.solve.exhaustive._blockings` (capacity-feasible factors x
+  equivalence classes of loop orders), as arrays, in its order;
+* :func:`enumerate_and_cost` - both: the best blocking of a skeleton.
+
+This module reads the solver's :class:`~kapla.solve.space.Skeleton` and
+builds its :class:`~kapla.solve.space.Blocking`; those are imported where
+used, so importing :mod:`kapla.model` never pulls in :mod:`kapla.solve`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, footprint, ifm_extent, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles, window
 from kapla.model.evaluate import ITCN, _channel_distance
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, divisors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kapla.solve.space import Blocking, Skeleton
 
 __all__ = [
     "BatchEvaluator",
@@ -52,51 +67,51 @@ __all__ = [
     "batch_costs",
     "enumerate_and_cost",
     "enumerate_blockings",
-    "innermost_orders",
 ]
 
-_WINDOW_DIMS = ("Y", "X", "S", "R")
-_WINDOW_AXIS = {"Y": 0, "S": 0, "X": 1, "R": 1}
 _OBJECTIVES = ("energy", "latency", "edp")
-# Per kind, the block dims a tensor depends on (its footprint is their product
-# times a constant of the window dims).
-_BLOCK_RELEVANT = {kind: tuple(d for d in BLOCK_DIMS if d in RELEVANT[kind]) for kind in Kind}
+_DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
+_REL = {k: np.array([d in RELEVANT[k] for d in DIMS]) for k in Kind}
+# Input-window axis of each loop dim (-1: not a window dim).
+_AXIS = np.array([{"Y": 0, "S": 0, "X": 1, "R": 1}.get(d, -1) for d in DIMS])
+_DEFAULT_CHUNK = 1 << 13  # candidates per array pass (fastest around here: the temporaries stay in cache)
+
+
+def _space():
+    from kapla.solve import space  # the solver's design space (see the module docstring)
+
+    return space
 
 
 def active_dims(skel: Skeleton) -> tuple[str, ...]:
-    """The block dims loop blocking splits (those with more than one step left),
-    the columns of the factor arrays by default (as the exhaustive solver)."""
+    """The block dims loop blocking splits (more than one step left): the
+    columns of the factor arrays by default, as the exhaustive solver."""
     rest = skel.rest
-    return tuple(d for d in BLOCK_DIMS if rest[d] > 1)
-
-
-def innermost_orders(dims: Sequence[str]) -> list[tuple[str, ...]]:
-    """One loop order per choice of innermost loop (the exhaustive solver's orders)."""
-    dims = list(dims)
-    if not dims:
-        return [()]
-    return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
+    return tuple(d for d in _space().BLOCK_DIMS if rest.get(d, 1) > 1)
 
 
 @dataclass(frozen=True)
 class BatchResult:
-    """Costs of ``len(orders) x M`` blockings: arrays are indexed ``[order pair, candidate]``.
+    """Costs of ``M`` blockings, one entry per candidate.
 
-    Candidate ``m`` with order pair ``p`` is ``blocking(p, m)``; its numbers
-    equal ``evaluate(build_scheme(skel, blocking(p, m)), arch, check=False)``:
+    Candidate ``i`` is :meth:`blocking` ``(i)``; its numbers equal
+    ``evaluate(build_scheme(skel, blocking(i)), arch, check=False)``:
     ``energy`` = ``total_energy`` (J), ``time`` (cycles), ``objective``,
-    ``accesses[level]`` = ``level_accesses(level)`` (words; the arch's level
-    names and ``"ITCN"``), ``noc_hops``, ``bus_time`` / ``dram_time`` (the
-    time parts; ``compute_time`` is the same for every blocking of a
-    covering skeleton). ``regf_words`` / ``gbuf_words`` (per candidate, shape
-    ``(M,)``) are ``scheme.buffer_words(0)`` / ``(1)``, for capacity masks.
+    ``accesses[level]`` = ``level_accesses(level)`` (words; the hardware's
+    level names and ``"ITCN"``), ``noc_hops``, ``compute_time`` /
+    ``bus_time`` / ``dram_time`` (``time_parts``), and ``regf_words`` /
+    ``gbuf_words`` = ``scheme.buffer_words(0)`` / ``(1)`` (for capacity masks).
+    ``regf_orders`` / ``gbuf_orders`` hold each candidate's loop order as
+    column indices into ``dims``, outermost first.
     """
 
     dims: tuple[str, ...]
-    units: np.ndarray  # (M, len(dims)) unit (register block) factors
-    mids: np.ndarray  # (M, len(dims)) REGF-level loop counts
-    tops: np.ndarray  # (M, len(dims)) GBUF-level loop counts
-    orders: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (regf order, gbuf order), outermost first
+    combo_units: np.ndarray  # (F, len(dims)) unit (register block) factors of each factor combination
+    combo_mids: np.ndarray  # (F, len(dims)) REGF-level loop counts
+    combo_tops: np.ndarray  # (F, len(dims)) GBUF-level loop counts
+    rows: np.ndarray  # (M,) the factor combination of each candidate
+    regf_orders: np.ndarray  # (M, len(dims))
+    gbuf_orders: np.ndarray  # (M, len(dims))
     objective_name: str
     energy: np.ndarray
     time: np.ndarray
@@ -109,26 +124,37 @@ class BatchResult:
     regf_words: np.ndarray
     gbuf_words: np.ndarray
 
-    @property
-    def size(self) -> int:
-        return self.energy.size
+    def __len__(self) -> int:
+        return int(self.energy.shape[0])
 
-    def blocking(self, order: int, cand: int) -> Blocking:
-        """The :class:`Blocking` of candidate ``cand`` under order pair ``order``."""
-        o1, o2 = self.orders[order]
-        col = {d: i for i, d in enumerate(self.dims)}
-        return Blocking(
-            tuple((d, int(self.units[cand, i])) for i, d in enumerate(self.dims)),
-            tuple((d, int(self.mids[cand, col[d]])) for d in o1),
-            tuple((d, int(self.tops[cand, col[d]])) for d in o2),
+    @property
+    def units(self) -> np.ndarray:
+        """(M, len(dims)) unit factors of every candidate."""
+        return self.combo_units[self.rows]
+
+    @property
+    def mids(self) -> np.ndarray:
+        return self.combo_mids[self.rows]
+
+    @property
+    def tops(self) -> np.ndarray:
+        return self.combo_tops[self.rows]
+
+    def blocking(self, i: int) -> Blocking:
+        """Candidate ``i`` as a :class:`~kapla.solve.space.Blocking` (loops of
+        count 1 left out, as the exhaustive solver writes them)."""
+        dims = self.dims
+        row = self.rows[i]
+        u, a, t = self.combo_units[row], self.combo_mids[row], self.combo_tops[row]
+        return _space().Blocking(
+            tuple((d, int(u[j])) for j, d in enumerate(dims)),
+            tuple((dims[j], int(a[j])) for j in self.regf_orders[i] if a[j] > 1),
+            tuple((dims[j], int(t[j])) for j in self.gbuf_orders[i] if t[j] > 1),
         )
 
-    def argmin(self) -> tuple[int, int]:
-        """(order pair, candidate) of the smallest objective; ties go to the
-        candidate first in the exhaustive solver's order (factors, then orders)."""
-        flat = int(np.argmin(self.objective.T, axis=None))
-        cand, order = divmod(flat, self.objective.shape[0])
-        return order, cand
+    def best(self) -> int:
+        """Index of the smallest objective (the first one on ties)."""
+        return int(np.argmin(self.objective))
 
 
 @dataclass(frozen=True)
@@ -137,12 +163,12 @@ class BestBlocking:
 
     blocking: Blocking | None  # None when no blocking fits the buffers
     value: float  # its objective (inf if none)
-    evaluated: int  # candidates costed (capacity-feasible factors x order pairs)
+    evaluated: int  # candidates costed (capacity-feasible factors x order classes)
     energy: float = math.inf
     time: float = math.inf
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Role:
     kind: Kind
     written: bool
@@ -150,293 +176,199 @@ class _Role:
     name: str
 
 
-@dataclass
-class _Win:
-    """Per kind, the constants of one block's window dims."""
-
-    const: dict[Kind, int]  # footprint of the window dims (times the NGCK product)
-    ifm_rows_cols: tuple[int, int]
-
-
-@dataclass
-class _Level:
-    """Volumes of all roles at one boundary (per order pair)."""
-
-    vol_child: dict[Kind, np.ndarray] = field(default_factory=dict)
-    vol_group: dict[Kind, np.ndarray] = field(default_factory=dict)
-
-
 class BatchEvaluator:
     """The blocking-independent part of the cost of a skeleton on ``arch``."""
 
     def __init__(self, skel: Skeleton, arch: ArchSpec) -> None:
-        if len(arch.levels) != 3:
-            raise ValueError(f"batch evaluation needs REGF, GBUF and DRAM levels (got {arch.level_names})")
+        if len(arch.levels) != 3 or tuple(skel.levels) != arch.level_names[:2]:
+            raise ValueError(f"batch evaluation needs the skeleton's levels {tuple(skel.levels)} to be the "
+                             f"hardware's on-chip levels, REGF-like then GBUF-like (got {arch.level_names})")
         self.skel, self.arch = skel, arch
         layer, m = skel.layer, skel.mapping
         self.layer = layer
-        self.full = full = layer_dims(layer, skel.batch)
+        self.full = np.array([layer_dims(layer, skel.batch)[d] for d in DIMS], dtype=np.int64)
         self.rest = skel.rest
-        self.mu = {d: m.unit_dims.get(d, 1) for d in DIMS}
-        self.s0 = {d: math.prod(st.count for st in m.stacks if st.dim == d) for d in DIMS}
-        self.in0 = {d: math.prod(lp.count for lp in m.inner if lp.dim == d) for d in DIMS}
-        self.s1 = {d: math.prod(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS}
+        unit = m.unit_dims
+        self.mu = np.array([unit.get(d, 1) for d in DIMS], dtype=np.int64)
+        self.s0 = np.array([math.prod(st.count for st in m.stacks if st.dim == d) for d in DIMS], dtype=np.int64)
+        self.in0 = np.array([math.prod(lp.count for lp in m.inner if lp.dim == d) for d in DIMS], dtype=np.int64)
+        self.s1 = np.array([math.prod(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS],
+                           dtype=np.int64)
+        self.inner = tuple((_DIM_INDEX[lp.dim], lp.count) for lp in m.inner)
         self.pes = math.prod(st.count for st in m.stacks)
         self.nodes = math.prod(st.count for st in skel.partition.stacks)
         self.shr = dict(skel.shr)
-        self.roles = [_Role(r.kind, r.written, r.copies, r.name) for r in tensor_roles(layer)]
+        self.roles = tuple(_Role(r.kind, r.written, r.copies, r.name) for r in tensor_roles(layer))
         self.kinds = tuple(dict.fromkeys(r.kind for r in self.roles))
-
-        # Window dims of the four blocks the traffic model uses: the unit (child
-        # at boundary 0), the PE-array group, the node tile (child at boundary
-        # 1) and the partition group.
-        nom0 = {d: self.mu[d] for d in _WINDOW_DIMS}
-        clip0 = {d: min(nom0[d], full[d]) for d in _WINDOW_DIMS}
-        grp0 = {d: clip0[d] * self.s0[d] for d in _WINDOW_DIMS}
-        nom1 = {d: nom0[d] * self.s0[d] * self.in0[d] for d in _WINDOW_DIMS}
-        clip1 = {d: min(nom1[d], full[d]) for d in _WINDOW_DIMS}
-        grp1 = {d: clip1[d] * self.s1[d] for d in _WINDOW_DIMS}
-        self.win = {name: self._window(block) for name, block in
-                    (("c0", clip0), ("g0", grp0), ("c1", clip1), ("g1", grp1))}
-
-        # The PE mapping's fixed loops, innermost at the REGF level: their steps
-        # (for input windows sliding over Y/X/S/R) do not depend on the blocking.
-        reach = {d: nom0.get(d, self.mu[d]) * self.s0[d] for d in DIMS}
-        steps = []
-        for lp in reversed(m.inner):
-            steps.append(reach[lp.dim])
-            reach[lp.dim] *= lp.count
-        steps.reverse()
-        self.inner = []  # (dim, count, {block: (extent, union)} for IFM windows or None)
-        for lp, step in zip(m.inner, steps):
-            wins = None
-            if lp.dim in _WINDOW_AXIS and lp.count > 1:
-                axis = _WINDOW_AXIS[lp.dim]
-                stride = layer.stride[axis] if lp.dim in "YX" else layer.dilation[axis]
-                shift = step * stride
-                wins = {}
-                for name in ("c0", "g0"):
-                    extent = self.win[name].ifm_rows_cols[axis]
-                    wins[name] = (extent, extent + (lp.count - 1) * min(extent, shift))
-            self.inner.append((lp.dim, lp.count, wins))
-        self.inner_distinct = {k: math.prod(c for d, c, _ in self.inner if d in RELEVANT[k]) for k in Kind}
-
+        sy, sx = layer.stride
+        dy, dx = layer.dilation
+        # The shift of an input window per step of each loop dim (Y/X: stride; S/R: dilation).
+        self.shift = np.array([{"Y": sy, "X": sx, "S": dy, "R": dx}.get(d, 0) for d in DIMS], dtype=np.int64)
+        self.full_rows = window(layer.yo, layer.s, sy, dy)
+        self.full_cols = window(layer.xo, layer.r, sx, dx)
         self.distance = _channel_distance(arch, skel.partition_grid)
-        ops = layer.loop_ops * skel.batch
-        self.ops = ops
-        self.regf_datapath = float(sum(ops * r.copies * (2 if r.written else 1) for r in self.roles))
+        self.ops = layer.loop_ops * skel.batch
+        self.regf_datapath = float(sum(self.ops * r.copies * (2 if r.written else 1) for r in self.roles))
         self.systolic = arch.levels[0].same_level_transfer
         self.names = arch.level_names
-        self.const_trips = math.prod(self.mu.values()) * math.prod(c for _, c, _ in self.inner)
+        self.regf_cap = arch.levels[0].capacity // arch.word_bytes
+        self.gbuf_cap = arch.levels[1].capacity // arch.word_bytes
 
-    def _window(self, block: Mapping[str, int]) -> _Win:
-        const = {k: footprint(k, block, self.layer) for k in Kind}
-        return _Win(const, ifm_extent(block, self.layer))
+    # ------------------------------------------------------------ blocks
 
-    # ------------------------------------------------------------------ costs
+    def _window(self, out: np.ndarray, kernel: np.ndarray, axis: int) -> np.ndarray:
+        """Vectorised ``tensors.window`` clipped to the padded input (``ifm_extent``)."""
+        stride, dilation = self.layer.stride[axis], self.layer.dilation[axis]
+        if dilation == 1:
+            span = (out - 1) * stride + (kernel - 1) + 1
+            rows = np.minimum(span, out * kernel)
+        else:
+            pairs, inv = np.unique(np.stack([out, kernel], axis=1), axis=0, return_inverse=True)
+            vals = np.array([window(int(o), int(k), stride, dilation) for o, k in pairs], dtype=np.int64)
+            rows = vals[inv.reshape(-1)]
+        return np.minimum(rows, self.full_rows if axis == 0 else self.full_cols)
 
-    def costs(self, units: np.ndarray, mids: np.ndarray, tops: np.ndarray | None = None,
-              orders: Sequence[tuple[Sequence[str], Sequence[str]]] | None = None,
-              objective: str = "energy", dims: Sequence[str] | None = None) -> BatchResult:
+    def _footprints(self, block: np.ndarray) -> tuple[dict[Kind, np.ndarray], np.ndarray, np.ndarray]:
+        """Footprint of every kind of a ``(M, 8)`` block, and its input rows and columns."""
+        n, g, c, k, y, x, s, r = (block[:, i] for i in range(8))
+        rows = self._window(y, s, 0)
+        cols = self._window(x, r, 1)
+        fp = {}
+        for kind in self.kinds:
+            if kind == Kind.WGT:
+                fp[kind] = g * k * c * s * r
+            elif kind == Kind.OFM:
+                fp[kind] = n * g * k * y * x
+            else:
+                fp[kind] = n * g * c * (rows * cols)
+        return fp, rows, cols
+
+    def buffer_words(self, block: np.ndarray, level: int) -> np.ndarray:
+        """``buffer_words`` of a clipped ``(M, 8)`` block held at ``level`` (0 REGF, 1 GBUF)."""
+        fp, _, _ = self._footprints(block)
+        total = np.zeros(block.shape[0], dtype=np.int64)
+        for r in self.roles:
+            size = fp[r.kind]
+            if level == 1:
+                shr = self.shr.get(r.kind, 1)
+                size = -(-size // shr)
+            total = total + size * r.copies
+        return total
+
+    def _full_factors(self, dims: Sequence[str], arr: np.ndarray) -> np.ndarray:
+        out = np.ones((arr.shape[0], len(DIMS)), dtype=np.int64)
+        for j, d in enumerate(dims):
+            out[:, _DIM_INDEX[d]] = arr[:, j]
+        return out
+
+    def unit_tile(self, dims: Sequence[str], units: np.ndarray) -> np.ndarray:
+        """Clipped unit blocks ``(M, 8)`` of unit factors ``(M, len(dims))``."""
+        return np.minimum(self.mu * self._full_factors(dims, units), self.full)
+
+    def node_tile(self, dims: Sequence[str], units: np.ndarray, mids: np.ndarray) -> np.ndarray:
+        """Clipped GBUF blocks ``(M, 8)``."""
+        nom1 = self.mu * self._full_factors(dims, units * mids) * self.s0 * self.in0
+        return np.minimum(nom1, self.full)
+
+    # ------------------------------------------------------------- costs
+
+    def costs(self, units, mids, tops=None, regf_orders=None, gbuf_orders=None,
+              objective: str = "energy", dims: Sequence[str] | None = None, rows=None) -> BatchResult:
+        """See :func:`batch_costs`. With ``rows`` (an ``(M,)`` index array), the
+        factor arrays are distinct combinations and candidate ``i`` uses row
+        ``rows[i]`` of them (its orders are still row ``i`` of the order arrays)."""
         if objective not in _OBJECTIVES:
             raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
+        block_dims = _space().BLOCK_DIMS
         dims = tuple(active_dims(self.skel) if dims is None else dims)
-        if len(set(dims)) != len(dims) or not set(dims) <= set(BLOCK_DIMS):
-            raise ValueError(f"dims must be distinct block dims {BLOCK_DIMS} (got {dims})")
-        units = _as_factors(units, len(dims), "units")
-        mids = _as_factors(mids, len(dims), "mids")
+        if len(set(dims)) != len(dims) or not set(dims) <= set(block_dims):
+            raise ValueError(f"dims must be distinct block dims {block_dims} (got {dims})")
+        nd = len(dims)
+        units = _as_factors(units, nd, "units")
+        mids = _as_factors(mids, nd, "mids")
+        F = units.shape[0]
         if tops is None:
-            rest = np.array([self.rest[d] for d in dims], dtype=np.int64)
+            rest = np.array([self.rest.get(d, 1) for d in dims], dtype=np.int64)
             tops = rest // (units * mids)
             if np.any(tops * units * mids != rest):
                 raise ValueError("units x mids must divide the skeleton's remaining counts (or pass tops)")
-        tops = _as_factors(tops, len(dims), "tops")
-        if units.shape[0] != mids.shape[0] or units.shape[0] != tops.shape[0]:
+        tops = _as_factors(tops, nd, "tops")
+        if mids.shape[0] != F or tops.shape[0] != F:
             raise ValueError("units, mids and tops need the same number of rows")
-        if orders is None:
-            ords = innermost_orders(dims)
-            orders = [(o1, o2) for o1 in ords for o2 in ords]
-        orders = tuple((tuple(o1), tuple(o2)) for o1, o2 in orders)
-        for o1, o2 in orders:
-            for o in (o1, o2):
-                if len(set(o)) != len(o) or not set(o) <= set(BLOCK_DIMS):
-                    raise ValueError(f"an order lists distinct block dims (got {o})")
-        M = units.shape[0]
-        one = np.ones(M, dtype=np.int64)
-        col = {d: i for i, d in enumerate(dims)}
-        u = {d: units[:, col[d]] if d in col else one for d in BLOCK_DIMS}
-        a = {d: mids[:, col[d]] if d in col else one for d in BLOCK_DIMS}
-        t = {d: tops[:, col[d]] if d in col else one for d in BLOCK_DIMS}
-        for o1, o2 in orders:
-            for o, f, lvl in ((o1, a, "REGF"), (o2, t, "GBUF")):
-                missing = [d for d in BLOCK_DIMS if d not in o and d in col and np.any(f[d] > 1)]
-                if missing:
-                    raise ValueError(f"{lvl} order {o} misses dims {missing} with loop counts > 1")
-
-        full = self.full
-        # N G C K extents of the four blocks (window dims are constants).
-        nom0 = {d: self.mu[d] * u[d] for d in BLOCK_DIMS}
-        c0 = {d: np.minimum(nom0[d], full[d]) for d in BLOCK_DIMS}
-        g0 = {d: c0[d] * self.s0[d] for d in BLOCK_DIMS}
-        nom1 = {d: nom0[d] * self.s0[d] * a[d] * self.in0[d] for d in BLOCK_DIMS}
-        c1 = {d: np.minimum(nom1[d], full[d]) for d in BLOCK_DIMS}
-        g1 = {d: c1[d] * self.s1[d] for d in BLOCK_DIMS}
-
-        def fp(kind: Kind, block: dict, win: str) -> np.ndarray:
-            out = np.full(M, self.win[win].const[kind], dtype=np.int64)
-            for d in _BLOCK_RELEVANT[kind]:
-                out = out * block[d]
-            return out
-
-        size = {(k, w): fp(k, blk, w) for k in self.kinds for blk, w in ((c0, "c0"), (g0, "g0"), (c1, "c1"), (g1, "g1"))}
-        regf_words = np.zeros(M, dtype=np.int64)
-        gbuf_words = np.zeros(M, dtype=np.int64)
-        for r in self.roles:
-            regf_words = regf_words + size[(r.kind, "c0")] * r.copies
-            shr = self.shr.get(r.kind, 1)
-            gbuf_words = gbuf_words + (-(-size[(r.kind, "c1")] // shr)) * r.copies
-        # Distinct blocks a tensor visits: the product of its relevant loops.
-        dist1 = {k: _prod([t[d] for d in _BLOCK_RELEVANT[k]], M) for k in self.kinds}
-        dist0 = {k: dist1[k] * _prod([a[d] for d in _BLOCK_RELEVANT[k]], M) * self.inner_distinct[k]
-                 for k in self.kinds}
-        trips = self.const_trips * _prod([u[d] * a[d] * t[d] for d in BLOCK_DIMS], M)
-
-        P = len(orders)
-        shape = (P, M)
-        out = {name: np.empty(shape) for name in ("energy", "time", "objective", "hops", "bus", "dram",
-                                                  "regf", "gbuf", "dram_acc", "itcn")}
-        cache1: dict[tuple[str, ...], tuple] = {}
-        arch = self.arch
-        e_regf, e_gbuf, e_dram = (lvl.access_energy for lvl in arch.levels)
-        for p, (o1, o2) in enumerate(orders):
-            loops1 = [(d, t[d], None) for d in o2]
-            if o2 not in cache1:
-                cache1[o2] = self._boundary1(loops1, size, dist1, M)
-            gbuf1, dram1, hops1 = cache1[o2]
-            loops0 = loops1 + [(d, a[d], None) for d in o1] + self.inner
-            gbuf0, itcn0, regf0, bus0 = self._boundary0(loops0, size, dist0, M)
-            regf = self.regf_datapath + regf0
-            gbuf = gbuf0 + gbuf1
-            energy = self.ops * arch.mac_energy + regf * e_regf + gbuf * e_gbuf + dram1 * e_dram
-            energy = energy + itcn0 * arch.bus_energy + hops1 * arch.hop_energy
-            bus = bus0 / self.nodes / arch.bus_width_words
-            dram_t = dram1 / arch.dram_bandwidth_words
-            time = np.maximum(np.maximum(trips, bus), dram_t)
-            energy = energy + time * arch.static_energy
-            out["energy"][p] = energy
-            out["time"][p] = time
-            out["hops"][p] = hops1
-            out["bus"][p] = bus
-            out["dram"][p] = dram_t
-            out["regf"][p] = regf
-            out["gbuf"][p] = gbuf
-            out["dram_acc"][p] = dram1
-            out["itcn"][p] = itcn0
-        if objective == "energy":
-            out["objective"] = out["energy"]
-        elif objective == "latency":
-            out["objective"] = out["time"]
+        if rows is None:
+            rows = np.arange(F)
         else:
-            out["objective"] = out["energy"] * out["time"]
-        names = self.names
-        accesses = {names[0]: out["regf"], names[1]: out["gbuf"], names[2]: out["dram_acc"], ITCN: out["itcn"]}
-        return BatchResult(dims, units, mids, tops, orders, objective, out["energy"], out["time"],
-                           out["objective"], accesses, out["hops"],
-                           np.broadcast_to(trips.astype(float), shape), out["bus"], out["dram"],
-                           regf_words, gbuf_words)
+            rows = np.asarray(rows, dtype=np.int64)
+            if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= F)):
+                raise ValueError(f"rows must index the {F} factor rows")
+        ord1 = _as_orders(regf_orders, dims, mids[rows], "regf_orders")
+        ord2 = _as_orders(gbuf_orders, dims, tops[rows], "gbuf_orders")
+        return self._costs(dims, units, mids, tops, rows, ord1, ord2, objective)
 
-    # ---------------------------------------------------------- boundaries
-
-    def _volumes(self, loops: list, kind: Kind, sizes: Sequence[tuple[np.ndarray, str]], M: int) -> list[np.ndarray]:
-        """``_block_volume`` of blocks of ``kind`` (one per ``sizes`` entry:
-        footprints and the block's name, for windows) through ``loops``
-        (outermost first; counts are ints or arrays)."""
-        relevant = RELEVANT[kind]
-        start = 0  # loops outside the innermost relevant fixed loop of count > 1 never sweep
-        for j, (d, c, _) in enumerate(loops):
-            if d in relevant and not isinstance(c, np.ndarray) and c > 1:
-                start = j
-        pre: np.ndarray | int = 1
-        for d, c, _ in loops[:start]:
-            pre = pre * c
-        vols = [s.astype(float) for s, _ in sizes]
-        for d, c, wins in loops[start:]:
-            if d in relevant:
-                window = kind == Kind.IFM and wins is not None
-                fixed = not isinstance(c, np.ndarray)
-                if fixed and c <= 1:
-                    pre = pre * c
-                    continue
-                mask = None if fixed else c > 1
-                for i, (s, name) in enumerate(sizes):
-                    if window:
-                        extent, union = wins[name]
-                        cand = (pre * s) / extent * union
-                    else:
-                        cand = (pre * c * s).astype(float)
-                    vols[i] = np.broadcast_to(cand, (M,)) if mask is None else np.where(mask, cand, vols[i])
-            pre = pre * c
-        return vols
-
-    def _boundary1(self, loops: list, size: dict, distinct: dict, M: int):
-        """GBUF <-> DRAM: (GBUF accesses, DRAM accesses, NoC hops)."""
-        nodes = self.nodes  # units; parent units = 1
-        gbuf = np.zeros(M)
-        dram = np.zeros(M)
-        hops = np.zeros(M)
-        vols = {k: self._volumes(loops, k, [(size[(k, "c1")], "c1"), (size[(k, "g1")], "g1")], M)
-                for k in self.kinds}
+    def _costs(self, dims, units, mids, tops, rows, ord1, ord2, objective) -> BatchResult:
+        nd = len(dims)
+        M = rows.shape[0]
+        # ---- per factor combination
+        u = self._full_factors(dims, units)
+        a = self._full_factors(dims, mids)
+        t = self._full_factors(dims, tops)
+        nom0 = self.mu * u
+        c0 = np.minimum(nom0, self.full)
+        g0 = c0 * self.s0
+        nom1 = nom0 * self.s0 * a * self.in0
+        c1 = np.minimum(nom1, self.full)
+        g1 = c1 * self.s1
+        fps = {name: self._footprints(blk) for name, blk in (("c0", c0), ("g0", g0), ("c1", c1), ("g1", g1))}
+        regf_words = np.zeros(units.shape[0], dtype=np.int64)
+        gbuf_words = np.zeros(units.shape[0], dtype=np.int64)
         for r in self.roles:
-            vol_child, vol_group = vols[r.kind]
-            cp = r.copies
-            if r.written:
-                writebacks = nodes * vol_child * cp
-                first = nodes * distinct[r.kind] * size[(r.kind, "c1")] * cp
-                parent_writes = 1 * vol_group * cp
-                parent_first = 1 * distinct[r.kind] * size[(r.kind, "g1")] * cp
-                fills = writebacks - first
-                parent_reads = parent_writes - parent_first
-                reduced = writebacks - parent_writes
-                rotated = 0.0
-            else:
-                shr = self.shr.get(r.kind, 1)
-                raw = nodes * vol_child * cp
-                fills = raw / shr
-                parent_reads = 1 * vol_group * cp
-                parent_writes = 0.0
-                writebacks = 0.0
-                rotated = raw * (shr - 1) / shr
-                reduced = 0.0
-            dram = dram + (parent_reads + parent_writes)
-            gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
-            hops = hops + (rotated + reduced) + (fills + writebacks - reduced) * self.distance
-        return gbuf, dram, hops
+            regf_words = regf_words + fps["c0"][0][r.kind] * r.copies
+            gbuf_words = gbuf_words + (-(-fps["c1"][0][r.kind] // self.shr.get(r.kind, 1))) * r.copies
+        trips = (np.prod(self.mu) * math.prod(c for _, c in self.inner)) * np.prod(u * a * t, axis=1)
+        step_gbuf = nom1 * self.s1  # per dim: a GBUF-level loop advances by the node group
+        step_regf = nom0 * self.s0 * self.in0  # a REGF-level blocking loop encloses the mapping's loops
+        reach = nom0 * self.s0
+        inner_steps = []
+        for d, count in reversed(self.inner):
+            inner_steps.append(reach[:, d].copy())
+            reach[:, d] *= count
+        inner_steps.reverse()
 
-    def _boundary0(self, loops: list, size: dict, distinct: dict, M: int):
-        """REGF <-> GBUF: (GBUF accesses, ITCN words, extra REGF writes, bus words of the busiest tensor)."""
-        units = self.nodes * self.pes
-        parent_units = self.nodes
+        # ---- per candidate: its combination's numbers, gathered
+        blocks = {}
+        for name, (fp, in_rows, in_cols) in fps.items():
+            ifm = Kind.IFM in self.kinds
+            blocks[name] = ({k: v[rows] for k, v in fp.items()},
+                            in_rows[rows] if ifm else None, in_cols[rows] if ifm else None)
+        # The temporal loops above each level, outermost first, as (M, L)
+        # matrices of dim index, count and step (the block the loop advances by).
+        dim_cols = np.array([_DIM_INDEX[d] for d in dims], dtype=np.int64)
+        r2 = rows[:, None]
+        dims2 = dim_cols[ord2] if nd else np.zeros((M, 0), np.int64)
+        dims1 = dim_cols[ord1] if nd else np.zeros((M, 0), np.int64)
+        loops1 = (dims2, t[r2, dims2], step_gbuf[r2, dims2])
+        ni = len(self.inner)
+        loops0 = (
+            np.concatenate([dims2, dims1, np.broadcast_to(np.array([d for d, _ in self.inner], dtype=np.int64),
+                                                          (M, ni))], axis=1),
+            np.concatenate([loops1[1], a[r2, dims1], np.broadcast_to(np.array([c for _, c in self.inner],
+                                                                              dtype=np.int64), (M, ni))], axis=1),
+            np.concatenate([loops1[2], step_regf[r2, dims1]] + [s[rows, None] for s in inner_steps], axis=1),
+        )
+        b0 = self._boundary(loops0, blocks["c0"], blocks["g0"], units=self.nodes * self.pes,
+                            parent_units=self.nodes, shr={}, M=M)
+        b1 = self._boundary(loops1, blocks["c1"], blocks["g1"], units=self.nodes, parent_units=1,
+                            shr=self.shr, M=M)
+
+        arch = self.arch
         gbuf = np.zeros(M)
         itcn = np.zeros(M)
-        regf = np.zeros(M)
-        bus: dict[str, np.ndarray] = {}
-        vols = {k: self._volumes(loops, k, [(size[(k, "c0")], "c0"), (size[(k, "g0")], "g0")], M)
-                for k in self.kinds}
-        for r in self.roles:
-            vol_child, vol_group = vols[r.kind]
-            cp = r.copies
-            if r.written:
-                writebacks = units * vol_child * cp
-                first = units * distinct[r.kind] * size[(r.kind, "c0")] * cp
-                parent_writes = parent_units * vol_group * cp
-                parent_first = parent_units * distinct[r.kind] * size[(r.kind, "g0")] * cp
-                fills = writebacks - first
-                parent_reads = parent_writes - parent_first
-            else:
-                fills = units * vol_child * cp  # no sharing between PEs (REGF shr = 1)
-                parent_reads = parent_units * vol_group * cp
-                parent_writes = 0.0
-                writebacks = 0.0
+        regf = np.full(M, self.regf_datapath)
+        dram = np.zeros(M)
+        hops = np.zeros(M)
+        bus_words: dict[str, np.ndarray] = {}
+        for r, tr in zip(self.roles, b0):
+            fills, parent_reads, writebacks, parent_writes, _, _ = tr
             side = parent_reads + parent_writes
             delivered = fills + writebacks
             gbuf = gbuf + side
@@ -445,18 +377,94 @@ class BatchEvaluator:
                 regf = regf + np.maximum(delivered - side, 0.0)
             else:
                 itcn = itcn + delivered
-            bus[r.name] = bus.get(r.name, 0.0) + side
+            bus_words[r.name] = bus_words.get(r.name, 0.0) + side
+        for tr in b1:
+            fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
+            dram = dram + (parent_reads + parent_writes)
+            gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
+            hops = hops + (rotated + reduced) + (fills + writebacks - reduced) * self.distance
         busiest = np.zeros(M)
-        for words in bus.values():
+        for words in bus_words.values():
             busiest = np.maximum(busiest, words)
-        return gbuf, itcn, regf, busiest
 
+        compute = trips[rows].astype(float)
+        bus_time = busiest / self.nodes / arch.bus_width_words
+        dram_time = dram / arch.dram_bandwidth_words
+        time = np.maximum(np.maximum(compute, bus_time), dram_time)
+        e_regf, e_gbuf, e_dram = (lvl.access_energy for lvl in arch.levels)
+        energy = (self.ops * arch.mac_energy + regf * e_regf + gbuf * e_gbuf + dram * e_dram
+                  + itcn * arch.bus_energy + hops * arch.hop_energy + time * arch.static_energy)
+        if objective == "energy":
+            value = energy
+        elif objective == "latency":
+            value = time
+        else:
+            value = energy * time
+        names = self.names
+        accesses = {names[0]: regf, names[1]: gbuf, names[2]: dram, ITCN: itcn}
+        return BatchResult(dims, units, mids, tops, rows, ord1, ord2, objective, energy, time, value, accesses,
+                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows])
 
-def _prod(arrays: Sequence[np.ndarray], M: int) -> np.ndarray:
-    out = np.ones(M, dtype=np.int64)
-    for x in arrays:
-        out = out * x
-    return out
+    def _volumes(self, kind: Kind, loops: tuple[np.ndarray, ...], blocks: Sequence[tuple], M: int):
+        """``traffic._block_volume`` of ``kind`` for each of ``blocks`` (footprint,
+        input rows, input cols) through ``loops`` (dims, counts, steps and their
+        running products); and the distinct blocks visited."""
+        dims, counts, steps, upto_all = loops
+        L = dims.shape[1]
+        relevant = _REL[kind][dims]
+        distinct = np.prod(np.where(relevant, counts, 1), axis=1)
+        sweeping = relevant & (counts > 1)
+        if L == 0 or not sweeping.any():
+            return [fp.astype(float) for fp, _, _ in blocks], distinct
+        has = sweeping.any(axis=1)
+        last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
+        rows = np.arange(M)
+        upto = upto_all[rows, last]  # the sweep and every loop enclosing it
+        slides = None
+        if kind == Kind.IFM:
+            dim = dims[rows, last]
+            axis = _AXIS[dim]
+            slides = has & (axis >= 0)
+        out = []
+        for fp, in_rows, in_cols in blocks:
+            vol = (upto * fp).astype(float)
+            if not has.all():
+                vol = np.where(has, vol, fp.astype(float))
+            if slides is not None and slides.any():
+                count = counts[rows, last]
+                outer = upto // count
+                extent = np.where(axis == 0, in_rows, in_cols)
+                shift = steps[rows, last] * self.shift[dim]
+                union = extent + (count - 1) * np.minimum(extent, shift)
+                vol = np.where(slides, (outer * fp) / extent * union, vol)
+            out.append(vol)
+        return out, distinct
+
+    def _boundary(self, loops, child: tuple, group: tuple, units: int, parent_units: int,
+                  shr: Mapping[Kind, int], M: int) -> list[tuple]:
+        """``traffic.boundary_traffic`` per role: (fills, parent_reads, writebacks,
+        parent_writes, rotated, reduced), arrays or 0."""
+        fp_c, rows_c, cols_c = child
+        fp_g, rows_g, cols_g = group
+        loops = loops + (np.cumprod(loops[1], axis=1),)
+        vols = {k: self._volumes(k, loops, [(fp_c[k], rows_c, cols_c), (fp_g[k], rows_g, cols_g)], M)
+                for k in self.kinds}
+        out = []
+        for r in self.roles:
+            (vol_child, vol_group), distinct = vols[r.kind]
+            cp = r.copies
+            if r.written:
+                writebacks = units * vol_child * cp
+                first = units * distinct * fp_c[r.kind] * cp
+                parent_writes = parent_units * vol_group * cp
+                parent_first = parent_units * distinct * fp_g[r.kind] * cp
+                out.append((writebacks - first, parent_writes - parent_first, writebacks, parent_writes,
+                            0.0, writebacks - parent_writes))
+            else:
+                n = shr.get(r.kind, 1)
+                fills = units * vol_child * cp
+                out.append((fills / n, parent_units * vol_group * cp, 0.0, 0.0, fills * (n - 1) / n, 0.0))
+        return out
 
 
 def _as_factors(x, ncols: int, what: str) -> np.ndarray:
@@ -470,136 +478,221 @@ def _as_factors(x, ncols: int, what: str) -> np.ndarray:
     return arr
 
 
-_EVALUATORS: dict[tuple[Skeleton, ArchSpec], BatchEvaluator] = {}
+def _perm(order: Sequence[str], dims: tuple[str, ...], what: str) -> tuple[int, ...]:
+    """An order over some of ``dims`` as a permutation of their columns; the
+    dims it leaves out go outermost (they must have count 1)."""
+    col = {d: j for j, d in enumerate(dims)}
+    if len(set(order)) != len(order) or not set(order) <= set(dims):
+        raise ValueError(f"{what}: an order lists distinct dims of {dims} (got {tuple(order)})")
+    listed = [col[d] for d in order]
+    return tuple(j for j in range(len(dims)) if j not in listed) + tuple(listed)
+
+
+def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> np.ndarray:
+    M, nd = counts.shape
+    if orders is None:
+        perms = np.broadcast_to(np.arange(nd, dtype=np.int64), (M, nd))
+        listed = np.ones(nd, dtype=bool)
+    elif isinstance(orders, np.ndarray) and orders.dtype.kind in "iu":
+        perms = orders.astype(np.int64)
+        if perms.shape != (M, nd) or np.any(np.sort(perms, axis=1) != np.arange(nd)):
+            raise ValueError(f"{what}: expected ({M}, {nd}) permutations of the dims' columns")
+        return perms
+    elif len(orders) == 0 or isinstance(orders[0], str):
+        perm = _perm(orders, dims, what)
+        perms = np.broadcast_to(np.array(perm, dtype=np.int64), (M, nd))
+        listed = np.isin(np.arange(nd), [dims.index(d) for d in orders])
+        if np.any(counts[:, ~listed] > 1):
+            raise ValueError(f"{what}: order {tuple(orders)} leaves out dims with loop counts > 1")
+        return perms
+    else:
+        if len(orders) != M:
+            raise ValueError(f"{what}: expected one order per candidate ({M}), got {len(orders)}")
+        cache: dict[tuple, tuple[int, ...]] = {}
+        perms = np.array([cache.setdefault(tuple(o), _perm(o, dims, what)) for o in orders],
+                         dtype=np.int64).reshape(M, nd)
+        # the dims an order leaves out are its outermost entries; they must not loop
+        counted = np.array([len(o) for o in orders], dtype=np.int64)
+        left_out = np.arange(nd)[None, :] < (nd - counted)[:, None]
+        if np.any(left_out & (np.take_along_axis(counts, perms, axis=1) > 1)):
+            raise ValueError(f"{what}: an order leaves out dims with loop counts > 1")
+        return perms
+    return perms
+
+
+_EVALUATORS: dict[tuple, BatchEvaluator] = {}
 
 
 def _evaluator(skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
     key = (skel, arch)
     ev = _EVALUATORS.get(key)
     if ev is None:
-        if len(_EVALUATORS) > 256:
+        if len(_EVALUATORS) >= 512:
             _EVALUATORS.clear()
         ev = _EVALUATORS[key] = BatchEvaluator(skel, arch)
     return ev
 
 
-def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None,
-                orders: Sequence[tuple[Sequence[str], Sequence[str]]] | None = None,
-                objective: str = "energy", dims: Sequence[str] | None = None) -> BatchResult:
-    """Costs of the blockings ``units x mids x tops`` of ``skel`` under every order pair.
+def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None, regf_orders=None, gbuf_orders=None,
+                objective: str = "energy", dims: Sequence[str] | None = None, rows=None) -> BatchResult:
+    """Costs of ``M`` blockings of ``skel`` on ``arch``, as
+    ``evaluate(build_scheme(skel, blocking), arch, check=False)`` gives them.
 
     ``units``, ``mids``, ``tops``: integer arrays of shape ``(M, len(dims))``,
-    the unit factors, REGF-level and GBUF-level loop counts of each candidate
-    over ``dims`` (default :func:`active_dims`; other block dims are 1).
-    ``tops`` defaults to what is left of the skeleton's remaining counts.
-    ``orders``: ``(regf order, gbuf order)`` pairs, outermost first, each a
-    sequence of block dims (dims of count 1 may be listed or left out);
-    default: every pair of :func:`innermost_orders`, regf-order major.
-    Results are ``(len(orders), M)`` arrays (see :class:`BatchResult`).
+    the unit (register block) factors, REGF-level and GBUF-level loop counts
+    over ``dims`` (default :func:`active_dims`; other dims are 1). ``tops``
+    defaults to what the skeleton's remaining counts leave. The orders
+    (outermost first), at each level, are one of: ``None`` (``dims`` as
+    listed); one order for all, a sequence of dim names; one such sequence per
+    candidate; or an ``(M, len(dims))`` integer array of column permutations.
+    An order may leave out dims whose count is 1. ``rows``: optional ``(M,)``
+    indices into the factor arrays when candidates share factor combinations
+    (each combination's blocks are then worked out once).
     """
-    return _evaluator(skel, arch).costs(units, mids, tops, orders, objective, dims)
+    return _evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows)
 
 
 # ------------------------------------------------------------- enumeration
 
 
-def _words(ev: BatchEvaluator, blocks: Mapping[str, np.ndarray], win: str, shr: bool) -> np.ndarray:
-    M = next(iter(blocks.values())).shape[0] if blocks else 1
-    total = np.zeros(M, dtype=np.int64)
-    for r in ev.roles:
-        s = np.full(M, ev.win[win].const[r.kind], dtype=np.int64)
-        for d in _BLOCK_RELEVANT[r.kind]:
-            s = s * blocks[d]
-        if shr:
-            s = -(-s // ev.shr.get(r.kind, 1))
-        total = total + s * r.copies
-    return total
+@lru_cache(maxsize=4096)
+def _divisors(n: int) -> np.ndarray:
+    return np.array(_space().divisors(n), dtype=np.int64)
 
 
-def _divisor_expand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every divisor (ascending) of each value: (divisors per value, all divisors concatenated)."""
+def _divisor_lists(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every divisor (ascending) of each value: (how many per value, all of them in a row)."""
     uniq, inv = np.unique(values, return_inverse=True)
-    tables = [np.array(divisors(int(v)), dtype=np.int64) for v in uniq]
+    tables = [_divisors(int(v)) for v in uniq]
     width = max((len(tb) for tb in tables), default=0)
     table = np.zeros((len(uniq), width), dtype=np.int64)
     for i, tb in enumerate(tables):
         table[i, :len(tb)] = tb
-    counts = np.array([len(tb) for tb in tables], dtype=np.int64)[inv]
+    counts = np.array([len(tb) for tb in tables], dtype=np.int64)[inv.reshape(-1)]
     starts = np.cumsum(counts) - counts
     within = np.arange(int(counts.sum())) - np.repeat(starts, counts)
-    return counts, table[np.repeat(inv, counts), within]
+    return counts, table[np.repeat(inv.reshape(-1), counts), within]
 
 
-def enumerate_blockings(skel: Skeleton, arch: ArchSpec, chunk: int = 1 << 18):
-    """The capacity-feasible (units, mids) of ``skel`` as ``(M, len(dims))`` arrays,
-    in the order :func:`kapla.solve.exhaustive._blockings` visits them, yielded in
-    chunks of about ``chunk`` rows (factor combos; each gets every order pair)."""
+def _factor_combos(skel: Skeleton, arch: ArchSpec, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Capacity-feasible (units, mids) of ``skel``, in ``_blockings``' order, in chunks."""
     ev = _evaluator(skel, arch)
-    rest = skel.rest
     dims = active_dims(skel)
     nd = len(dims)
-    regf_cap = arch.levels[0].capacity // arch.word_bytes
-    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
-    if nd:
-        units = np.array(list(itertools.product(*(divisors(rest[d]) for d in dims))), dtype=np.int64)
-    else:
-        units = np.zeros((1, 0), dtype=np.int64)
-    one = np.ones(len(units), dtype=np.int64)
-    col = {d: i for i, d in enumerate(dims)}
-    u = {d: units[:, col[d]] if d in col else one for d in BLOCK_DIMS}
-    c0 = {d: np.minimum(ev.mu[d] * u[d], ev.full[d]) for d in BLOCK_DIMS}
-    units = units[_words(ev, c0, "c0", False) <= regf_cap]
-    rest_arr = np.array([rest[d] for d in dims], dtype=np.int64)
-    # Expand units by the mids, a chunk of units at a time, keeping the order
-    # (units lexicographic, then mids lexicographic).
+    rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
+    units = np.zeros((1, 0), dtype=np.int64)
+    for i in range(nd):  # itertools.product order: the last dim varies fastest
+        counts, vals = _divisor_lists(np.full(len(units), rest[i]))
+        units = np.concatenate([np.repeat(units, counts, axis=0), vals[:, None]], axis=1)
+    units = units[ev.buffer_words(ev.unit_tile(dims, units), 0) <= ev.regf_cap]
     per_unit = np.ones(len(units), dtype=np.int64)
     for i in range(nd):
-        uniq, inv = np.unique(rest_arr[i] // units[:, i], return_inverse=True)
-        per_unit *= np.array([len(divisors(int(v))) for v in uniq], dtype=np.int64)[inv]
+        counts, _ = _divisor_lists(rest[i] // units[:, i])
+        per_unit *= counts
+    ends = np.cumsum(per_unit)
     begin = 0
     while begin < len(units):
-        end = begin + 1
-        acc = per_unit[begin]
-        while end < len(units) and acc + per_unit[end] <= chunk:
-            acc += per_unit[end]
-            end += 1
-        blk = units[begin:end]
-        rows = np.arange(len(blk))
-        mid_cols: list[np.ndarray] = []
+        base = int(ends[begin - 1]) if begin else 0
+        end = max(begin + 1, int(np.searchsorted(ends, base + chunk, side="right")))
+        block = units[begin:end]
+        rows = np.arange(len(block))
+        mids = np.zeros((len(block), 0), dtype=np.int64)
         for i in range(nd):
-            counts, vals = _divisor_expand(rest_arr[i] // blk[rows, i])
-            mid_cols = [np.repeat(mc, counts) for mc in mid_cols] + [vals]
+            counts, vals = _divisor_lists(rest[i] // block[rows, i])
+            mids = np.concatenate([np.repeat(mids, counts, axis=0), vals[:, None]], axis=1)
             rows = np.repeat(rows, counts)
-        uu = blk[rows] if nd else np.zeros((1, 0), np.int64)
-        mm = np.stack(mid_cols, axis=1) if nd else np.zeros((1, 0), np.int64)
-        ones = np.ones(len(uu), dtype=np.int64)
-        n1 = {d: ev.mu[d] * ((uu[:, col[d]] * mm[:, col[d]]) if d in col else ones) * ev.s0[d] * ev.in0[d]
-              for d in BLOCK_DIMS}
-        c1 = {d: np.minimum(n1[d], ev.full[d]) for d in BLOCK_DIMS}
-        keep = _words(ev, c1, "c1", True) <= gbuf_cap
+        uu = block[rows]
+        keep = ev.buffer_words(ev.node_tile(dims, uu, mids), 1) <= ev.gbuf_cap
         if np.any(keep):
-            yield uu[keep], mm[keep]
+            yield uu[keep], mids[keep]
         begin = end
 
 
+class _OrderTable:
+    """The order classes (``space.distinct_orders``) of each set of looping dims, as column permutations."""
+
+    def __init__(self, skel: Skeleton, dims: tuple[str, ...]) -> None:
+        self.layer, self.dims = skel.layer, dims
+        self.perms: dict[int, np.ndarray] = {}
+
+    def get(self, mask: int) -> np.ndarray:
+        perms = self.perms.get(mask)
+        if perms is None:
+            looping = tuple(d for j, d in enumerate(self.dims) if mask >> j & 1)
+            orders = _space().distinct_orders(self.layer, looping)
+            perms = np.array([_perm(o, self.dims, "order") for o in orders], dtype=np.int64)
+            self.perms[mask] = perms.reshape(len(orders), len(self.dims))
+        return perms
+
+
+def _mask(counts: np.ndarray) -> np.ndarray:
+    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
+
+
+def _classes(table: _OrderTable, masks: np.ndarray) -> np.ndarray:
+    uniq, inv = np.unique(masks, return_inverse=True)
+    return np.array([len(table.get(int(m))) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
+
+
+def _candidates(skel: Skeleton, arch: ArchSpec, chunk: int):
+    """``_blockings``' candidates in its order, in chunks: (units, mids, tops) of
+    distinct factor combinations, each candidate's combination (``rows``) and its
+    regf and gbuf orders (column permutations of :func:`active_dims`)."""
+    dims = active_dims(skel)
+    nd = len(dims)
+    rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
+    table = _OrderTable(skel, dims)
+    for units, mids in _factor_combos(skel, arch, max(1, chunk // 4)):
+        tops = rest // (units * mids)
+        m1, m2 = _mask(mids), _mask(tops)
+        # Each factor combo takes every (regf order class, gbuf order class) pair,
+        # regf order major, as the nested loops of _blockings.
+        n1, n2 = (_classes(table, m) for m in (m1, m2))
+        per = n1 * n2
+        ends = np.cumsum(per)
+        start = 0
+        while start < len(units):
+            base = int(ends[start - 1]) if start else 0
+            stop = max(start + 1, int(np.searchsorted(ends, base + chunk, side="right")))
+            cnt = per[start:stop]
+            rows = np.repeat(np.arange(stop - start), cnt)
+            within = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            i1, i2 = np.divmod(within, n2[start:stop][rows])
+            o1 = np.empty((len(rows), nd), dtype=np.int64)
+            o2 = np.empty((len(rows), nd), dtype=np.int64)
+            for masks, idx, out in ((m1[start:stop], i1, o1), (m2[start:stop], i2, o2)):
+                cand_masks = masks[rows]
+                for m in np.unique(masks):
+                    pick = cand_masks == m
+                    out[pick] = table.get(int(m))[idx[pick]]
+            yield units[start:stop], mids[start:stop], tops[start:stop], rows, o1, o2
+            start = stop
+
+
+def enumerate_blockings(skel: Skeleton, arch: ArchSpec, chunk: int = _DEFAULT_CHUNK):
+    """The candidates of ``exhaustive._blockings(skel, arch)`` in its order, as
+    ``(units, mids, tops, regf_orders, gbuf_orders)`` array chunks of about
+    ``chunk`` candidates (the arguments of :func:`batch_costs`, orders as
+    column permutations of :func:`active_dims`)."""
+    for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
+        yield units[rows], mids[rows], tops[rows], o1, o2
+
+
 def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy",
-                       chunk: int = 1 << 16) -> BestBlocking:
-    """The best blocking of ``skel`` over the exhaustive solver's candidate set
-    (capacity-feasible factors x innermost-choice orders at both levels), with
-    the same tie-breaking (the first best in its visiting order)."""
+                       chunk: int = _DEFAULT_CHUNK) -> BestBlocking:
+    """The best blocking of ``skel`` over the exhaustive solver's candidates
+    (:func:`enumerate_blockings`), ties going to the first in its order."""
     if objective not in _OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
     ev = _evaluator(skel, arch)
     dims = active_dims(skel)
-    ords = innermost_orders(dims)
-    orders = [(o1, o2) for o1 in ords for o2 in ords]
     best = BestBlocking(None, math.inf, 0)
     evaluated = 0
-    for units, mids in enumerate_blockings(skel, arch, chunk):
-        res = ev.costs(units, mids, None, orders, objective, dims)
-        evaluated += res.size
-        p, m = res.argmin()
-        value = float(res.objective[p, m])
+    for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
+        res = ev._costs(dims, units, mids, tops, rows, o1, o2, objective)
+        evaluated += len(res)
+        i = res.best()
+        value = float(res.objective[i])
         if value < best.value:
-            best = BestBlocking(res.blocking(p, m), value, 0, float(res.energy[p, m]), float(res.time[p, m]))
+            best = BestBlocking(res.blocking(i), value, 0, float(res.energy[i]), float(res.time[i]))
     return BestBlocking(best.blocking, best.value, evaluated, best.energy, best.time)

@@ -47,11 +47,13 @@ class _State:
 
 
 class KaplaIntraSolver:
-    """KAPLA's fast intra-layer solver; ``top`` skeletons are refined per layer."""
+    """KAPLA's fast intra-layer solver: ``scan`` skeletons get a quick descent,
+    the best ``top`` of them the full one."""
 
     name = "kapla"
 
-    def __init__(self, top: int = 6) -> None:
+    def __init__(self, scan: int = 24, top: int = 4) -> None:
+        self.scan = scan
         self.top = top
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
@@ -60,9 +62,18 @@ class KaplaIntraSolver:
         start = time.perf_counter()
         skels = list(skeletons(layer, batch, arch))
         ranked = sorted(skels, key=lambda s: estimate(s, arch))
-        best: tuple[float, LayerScheme, LayerCost] | None = None
         evaluated = 0
-        for skel in ranked[: self.top]:
+        # A quick descent (one pass, fixed loop orders) sorts the most promising
+        # skeletons; the full descent then refines the best few.
+        quick = []
+        for skel in ranked[: self.scan]:
+            found = _descend(skel, arch, objective, ifm_name, rounds=0)
+            if found is not None:
+                evaluated += found[2]
+                quick.append((found[1].objective(objective), id(skel), skel))
+        quick.sort(key=lambda item: item[:2])
+        best: tuple[float, LayerScheme, LayerCost] | None = None
+        for _, _, skel in quick[: self.top]:
             found = _descend(skel, arch, objective, ifm_name)
             if found is None:
                 continue
@@ -135,7 +146,7 @@ def _orders(dims: list[str]) -> list[tuple[str, ...]]:
     return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
 
 
-def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | None):
+def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | None, rounds: int = 2):
     rest = skel.rest
     dims = [d for d in BLOCK_DIMS if rest[d] > 1]
     regf_cap = arch.levels[0].capacity // arch.word_bytes
@@ -160,10 +171,28 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
     if not fits(scheme):
         return None
     best_cost = cost_of(scheme)
-    for round_ in range(2):
+
+    def cache_level(state, field_, counts_key, current):
+        # Algorithm 1: at each level, try the loop orders and cache under each.
+        order_field = "regf_order" if field_ == "unit" else "top_order"
+        best = None
+        for order in (orders if rounds else orders[:1]):
+            start = _State(state.unit, state.regf, state.top, state.regf_order, state.top_order)
+            setattr(start, order_field, order)
+            s0 = build(start)
+            c0 = cost_of(s0)
+            found = _cache(start, field_, counts_key, dims, rest, build, cost_of, fits, objective, c0)
+            if best is None or found[2].objective(objective) < best[2].objective(objective):
+                best = found
+        return best
+
+    if rounds == 0:
         for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
-            state, scheme, best_cost = _cache(state, field_, counts_key, dims, rest, build, cost_of, fits,
-                                              objective, best_cost)
+            state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
+        return scheme, best_cost, evaluated
+    for round_ in range(rounds):
+        for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
+            state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
         # try every pair of innermost loops on the blocks found
         best = (best_cost.objective(objective), state, scheme, best_cost)
         for o1 in orders:
