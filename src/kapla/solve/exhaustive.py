@@ -29,6 +29,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
+from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
 from kapla.workload.layer import Layer
 
@@ -117,12 +118,11 @@ def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budg
             break
         if budget is not None and time.perf_counter() - start > budget:
             break
-        for scheme in _blockings(skel, arch):
-            cost = evaluate(scheme, arch, check=False)
-            evaluated += 1
-            value = cost.objective(objective)
-            if best is None or value < best[0]:
-                best = (value, scheme, cost)
+        found = enumerate_and_cost(skel, arch, objective)  # every blocking, costed in numpy batches
+        evaluated += found.evaluated
+        if found.blocking is not None and (best is None or found.value < best[0]):
+            scheme = build_scheme(skel, found.blocking)
+            best = (found.value, scheme, None)
     if best is None:
         return None, None, evaluated, time.perf_counter() - start
     scheme = best[1]

@@ -28,7 +28,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint
 from kapla.model.evaluate import ITCN, LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, divisors, skeletons
+from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
 from kapla.workload.layer import Layer
 
 
@@ -72,16 +72,21 @@ class KaplaIntraSolver:
                 evaluated += found[2]
                 quick.append((found[1].objective(objective), id(skel), skel))
         quick.sort(key=lambda item: item[:2])
-        best: tuple[float, LayerScheme, LayerCost] | None = None
+        best = None
         for _, _, skel in quick[: self.top]:
             found = _descend(skel, arch, objective, ifm_name)
             if found is None:
                 continue
-            scheme, cost, n = found
+            scheme, cost, n, state = found
             evaluated += n
             value = cost.objective(objective)
             if best is None or value < best[0]:
-                best = (value, scheme, cost)
+                best = (value, scheme, cost, skel, state)
+        if best is not None:
+            _, _, _, skel, state = best
+            state, scheme, cost, n = _polish(skel, state, arch, objective, ifm_name)
+            evaluated += n
+            best = (cost.objective(objective), scheme, cost)
         if best is None:
             raise no_scheme(layer, batch, arch)
         _, scheme, _ = best
@@ -189,7 +194,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
     if rounds == 0:
         for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
             state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
-        return scheme, best_cost, evaluated
+        return scheme, best_cost, evaluated, state
     for round_ in range(rounds):
         for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
             state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
@@ -206,7 +211,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
             state, scheme, best_cost = best[1], best[2], best[3]
             break
         state, scheme, best_cost = best[1], best[2], best[3]
-    return scheme, evaluate(scheme, arch), evaluated
+    return scheme, evaluate(scheme, arch), evaluated, state
 
 
 def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: dict[str, int], build, cost_of,
@@ -247,3 +252,74 @@ def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: d
                 break
         else:
             return state, scheme, current
+
+
+
+def _polish(skel: Skeleton, state: _State, arch: ArchSpec, objective: str, ifm_name: str | None):
+    """Hill-climb by moving one prime factor of a block dimension between the
+    register block, the REGF-level loops and the GBUF-level loops (orders
+    kept), while the cost drops and both buffers still fit."""
+    regf_cap = arch.levels[0].capacity // arch.word_bytes
+    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    scheme = build_scheme(skel, state.blocking(), ifm_name)
+    current = evaluate(scheme, arch, check=False)
+    evaluated = 1
+    for _ in range(16):
+        best = None
+        # a factor moved to another level usually wants its loop elsewhere in the order too
+        candidates = [state] + list(_factor_moves(state))
+        for moved in [c for base in candidates for c in ([base] if base is not state else []) +
+                      _order_moves(skel.layer, base)]:
+            candidate = build_scheme(skel, moved.blocking(), ifm_name)
+            if candidate.buffer_words(0) > regf_cap or candidate.buffer_words(1) > gbuf_cap:
+                continue
+            cost = evaluate(candidate, arch, check=False)
+            evaluated += 1
+            if cost.objective(objective) < (best[2] if best else current).objective(objective) * (1 - 1e-12):
+                best = (moved, candidate, cost)
+        if best is None:
+            break
+        state, scheme, current = best
+    return state, scheme, current, evaluated
+
+
+def _primes(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def _factor_moves(state: _State):
+    for d in state.unit:
+        places = {"unit": state.unit, "regf": state.regf, "top": state.top}
+        for src, table in places.items():
+            for p in _primes(table[d]):
+                for dst in places:
+                    if dst == src:
+                        continue
+                    new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order,
+                                 state.top_order)
+                    getattr(new, src)[d] //= p
+                    getattr(new, dst)[d] *= p
+                    yield new
+
+
+def _order_moves(layer: Layer, state: _State) -> list[_State]:
+    """The same blocks under every distinct pair of loop orders of their non-trivial loops."""
+    regf_dims = tuple(d for d in state.regf_order if state.regf[d] > 1)
+    top_dims = tuple(d for d in state.top_order if state.top[d] > 1)
+    out = []
+    for o1 in distinct_orders(layer, regf_dims):
+        for o2 in distinct_orders(layer, top_dims):
+            regf_order = o1 + tuple(d for d in state.regf_order if d not in o1)
+            top_order = o2 + tuple(d for d in state.top_order if d not in o2)
+            if (regf_order, top_order) != (state.regf_order, state.top_order):
+                out.append(_State(state.unit, state.regf, state.top, regf_order, top_order))
+    return out

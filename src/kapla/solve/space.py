@@ -142,8 +142,9 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
     if not enabled:
         return [()]
     groups = {}
+    read = {r.kind for r in tensor_roles(layer) if not r.written}
     for kind in (Kind.IFM, Kind.WGT):
-        if kind == Kind.WGT and not layer.has_weights:
+        if kind not in read:  # only data the layer reads rotate between nodes
             continue
         n = math.prod(s.count for s in partition.stacks if s.dim not in RELEVANT[kind])
         if n > 1:

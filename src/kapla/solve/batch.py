@@ -57,7 +57,7 @@ from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_role
 from kapla.model.evaluate import ITCN, _channel_distance
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kapla.solve.space import Blocking, Skeleton
+    from kapla.solve.space import Blocking, Skeleton  # noqa: F401
 
 __all__ = [
     "BatchEvaluator",
@@ -230,7 +230,7 @@ class BatchEvaluator:
 
     def _footprints(self, block: np.ndarray) -> tuple[dict[Kind, np.ndarray], np.ndarray, np.ndarray]:
         """Footprint of every kind of a ``(M, 8)`` block, and its input rows and columns."""
-        n, g, c, k, y, x, s, r = (block[:, i] for i in range(8))
+        n, g, c, k, y, x, s, r = (block[:, _DIM_INDEX[d]] for d in "NGCKYXSR")
         rows = self._window(y, s, 0)
         cols = self._window(x, r, 1)
         fp = {}
@@ -489,16 +489,17 @@ def _perm(order: Sequence[str], dims: tuple[str, ...], what: str) -> tuple[int, 
 
 
 def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> np.ndarray:
+    """Loop orders in any accepted form as ``(M, len(dims))`` column permutations, outermost first."""
     M, nd = counts.shape
     if orders is None:
-        perms = np.broadcast_to(np.arange(nd, dtype=np.int64), (M, nd))
-        listed = np.ones(nd, dtype=bool)
-    elif isinstance(orders, np.ndarray) and orders.dtype.kind in "iu":
+        return np.broadcast_to(np.arange(nd, dtype=np.int64), (M, nd))
+    if isinstance(orders, np.ndarray) and orders.dtype.kind in "iu":
         perms = orders.astype(np.int64)
         if perms.shape != (M, nd) or np.any(np.sort(perms, axis=1) != np.arange(nd)):
             raise ValueError(f"{what}: expected ({M}, {nd}) permutations of the dims' columns")
         return perms
-    elif len(orders) == 0 or isinstance(orders[0], str):
+    elif isinstance(orders, str) or all(isinstance(o, str) and o in dims for o in orders):
+        orders = tuple(orders)
         perm = _perm(orders, dims, what)
         perms = np.broadcast_to(np.array(perm, dtype=np.int64), (M, nd))
         listed = np.isin(np.arange(nd), [dims.index(d) for d in orders])
@@ -509,7 +510,8 @@ def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> 
         if len(orders) != M:
             raise ValueError(f"{what}: expected one order per candidate ({M}), got {len(orders)}")
         cache: dict[tuple, tuple[int, ...]] = {}
-        perms = np.array([cache.setdefault(tuple(o), _perm(o, dims, what)) for o in orders],
+        orders = [tuple(o) for o in orders]
+        perms = np.array([cache[o] if o in cache else cache.setdefault(o, _perm(o, dims, what)) for o in orders],
                          dtype=np.int64).reshape(M, nd)
         # the dims an order leaves out are its outermost entries; they must not loop
         counted = np.array([len(o) for o in orders], dtype=np.int64)
@@ -517,7 +519,6 @@ def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> 
         if np.any(left_out & (np.take_along_axis(counts, perms, axis=1) > 1)):
             raise ValueError(f"{what}: an order leaves out dims with loop counts > 1")
         return perms
-    return perms
 
 
 _EVALUATORS: dict[tuple, BatchEvaluator] = {}
@@ -621,7 +622,7 @@ class _OrderTable:
             looping = tuple(d for j, d in enumerate(self.dims) if mask >> j & 1)
             orders = _space().distinct_orders(self.layer, looping)
             perms = np.array([_perm(o, self.dims, "order") for o in orders], dtype=np.int64)
-            self.perms[mask] = perms.reshape(len(orders), len(self.dims))
+            perms = self.perms[mask] = perms.reshape(len(orders), len(self.dims))
         return perms
 
 

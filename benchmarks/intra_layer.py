@@ -1,0 +1,122 @@
+"""KAPLA's intra-layer solver against the exhaustive optimum, layer by layer.
+
+Run: python benchmarks/intra_layer.py [--configs multinode,region4x4,edge] [--nets ...]
+                                      [--budget SECONDS] [--jobs N] [--limit N]
+
+For every distinct CONV/FC layer of AlexNet, VGG-16, GoogLeNet, ResNet-50,
+MobileNet and the MLPs, on three configurations (the whole 16x16 `multinode`
+array at batch 64, a 4x4 block of it at batch 64, and the `edge` node at batch
+1), both solvers schedule the layer in the same worker process, one after the
+other. The table gives each energy, KAPLA's overhead against exhaustive and
+both wall times; the summary gives the mean and worst overhead and the speed
+ratio (total exhaustive time / total KAPLA time). Every returned scheme is
+checked with the evaluator's independent validity check. An exhaustive search
+that hits --budget is marked '*': its result is the best found, not a proven
+optimum, and it is left out of the overhead statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from kapla.arch import load_arch
+from kapla.model import evaluate
+from kapla.solve.exhaustive import ExhaustiveIntraSolver
+from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.solve.layerwise import shape_key
+from kapla.workload.zoo import get_network
+
+NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_s", "mlp_m", "mlp_l")
+CONFIGS = {
+    "multinode": ("multinode", None, 64),
+    "region4x4": ("multinode", (4, 4), 64),
+    "edge": ("edge", None, 1),
+}
+
+
+def distinct_layers(nets):
+    seen, out = set(), []
+    for name in nets:
+        for layer in get_network(name, 1):
+            if not layer.has_weights:
+                continue
+            key = shape_key(layer)
+            if key not in seen:
+                seen.add(key)
+                out.append((f"{name}/{layer.name}", key))
+    return out
+
+
+def arch_of(config):
+    name, region, batch = CONFIGS[config]
+    arch = load_arch(name)
+    return (arch.with_node_region(*region) if region else arch), batch
+
+
+def run_one(job):
+    config, label, layer, budget = job
+    arch, batch = arch_of(config)
+    t0 = time.perf_counter()
+    k = KaplaIntraSolver().solve(layer, batch, arch)
+    t_k = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    e = ExhaustiveIntraSolver(time_budget=budget).solve(layer, batch, arch)
+    t_e = time.perf_counter() - t0
+    valid = evaluate(k.scheme, arch).valid and evaluate(e.scheme, arch).valid
+    return dict(config=config, layer=label, kapla=k.cost.total_energy, exhaustive=e.cost.total_energy,
+                t_kapla=t_k, t_exhaustive=t_e, capped=budget is not None and t_e >= budget, valid=valid,
+                evaluated=e.evaluated)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--nets", default=",".join(NETS))
+    parser.add_argument("--budget", type=float, default=600.0, help="exhaustive seconds per layer")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N distinct layers")
+    args = parser.parse_args()
+    layers = distinct_layers(args.nets.split(","))[: args.limit]
+    jobs = [(c, label, layer, args.budget) for c in args.configs.split(",") for label, layer in layers]
+    console = Console()
+    rows = []
+    with Progress(console=console, transient=True) as bar, ProcessPoolExecutor(args.jobs) as pool:
+        task = bar.add_task("solving", total=len(jobs))
+        for row in pool.map(run_one, jobs):
+            rows.append(row)
+            bar.update(task, advance=1, description=f"{row['config']} {row['layer']}")
+    table = Table(title="KAPLA vs exhaustive, per layer")
+    for col in ("config", "layer", "exhaustive mJ", "KAPLA mJ", "overhead", "exh s", "KAPLA s", "valid"):
+        table.add_column(col, justify="left" if col in ("config", "layer") else "right")
+    for r in rows:
+        over = r["kapla"] / r["exhaustive"] - 1
+        table.add_row(r["config"], r["layer"], f"{r['exhaustive'] * 1e3:.4f}{'*' if r['capped'] else ''}",
+                      f"{r['kapla'] * 1e3:.4f}", f"{over:+.2%}", f"{r['t_exhaustive']:.1f}", f"{r['t_kapla']:.2f}",
+                      "yes" if r["valid"] else "NO")
+    console.print(table)
+    summary = Table(title="summary (layers where exhaustive finished)")
+    for col in ("config", "layers", "mean overhead", "worst overhead", "exhaustive s", "KAPLA s", "speed ratio"):
+        summary.add_column(col, justify="left" if col == "config" else "right")
+    for config in args.configs.split(",") + ["all"]:
+        sel = [r for r in rows if (config == "all" or r["config"] == config) and not r["capped"]]
+        if not sel:
+            continue
+        over = [r["kapla"] / r["exhaustive"] - 1 for r in sel]
+        t_e = sum(r["t_exhaustive"] for r in sel)
+        t_k = sum(r["t_kapla"] for r in sel)
+        summary.add_row(config, str(len(sel)), f"{statistics.mean(over):+.2%}", f"{max(over):+.2%}",
+                        f"{t_e:.1f}", f"{t_k:.1f}", f"{t_e / t_k:.0f}x")
+    console.print(summary)
+    invalid = [r for r in rows if not r["valid"]]
+    console.print(f"every returned scheme valid: {'yes' if not invalid else 'NO: ' + str(len(invalid))}")
+
+
+if __name__ == "__main__":
+    main()
