@@ -223,19 +223,17 @@ def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: d
         moves = []
         for d in dims:
             grow = getattr(state, field_)
-            used = state.unit[d] * state.regf[d]
-            nxt = _next(used, rest[d])
-            if nxt is None:
-                continue
-            factor = nxt // used
-            new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order, state.top_order)
-            getattr(new, field_)[d] = grow[d] * factor
-            new.top[d] = state.top[d] // factor
-            s = build(new)
-            if not fits(s):
-                continue
-            c = cost_of(s)
-            moves.append((d, new, s, c))
+            # enlarge by each prime factor still left above the GBUF (2, 3, ...)
+            for factor in _primes(state.top[d]):
+                new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order,
+                             state.top_order)
+                getattr(new, field_)[d] = grow[d] * factor
+                new.top[d] = state.top[d] // factor
+                s = build(new)
+                if not fits(s):
+                    continue
+                c = cost_of(s)
+                moves.append((d, new, s, c))
         if not moves:
             return state, scheme, current
         ranking = sorted(counts, key=counts.get, reverse=True)
