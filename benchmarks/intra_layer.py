@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     layers = distinct_layers(args.nets.split(","))[: args.limit]
     jobs = [(c, label, layer, args.budget) for c in args.configs.split(",") for label, layer in layers]
-    console = Console()
+    console = Console(width=150)
     rows = []
     with Progress(console=console, transient=True) as bar, ProcessPoolExecutor(args.jobs) as pool:
         task = bar.add_task("solving", total=len(jobs))

@@ -85,12 +85,23 @@ class LevelScheme:
 
     def factor(self, dim: str, spatial: bool | None = None) -> int:
         """Product of this level's loop counts over ``dim`` (stacks, updates or both)."""
-        out = 1
-        if spatial is not False:
-            out *= math.prod(s.count for s in self.stacks if s.dim == dim)
-        if spatial is not True:
-            out *= math.prod(u.count for u in self.updates if u.dim == dim)
-        return out
+        stacked, updated = self._factors
+        if spatial is True:
+            return stacked.get(dim, 1)
+        if spatial is False:
+            return updated.get(dim, 1)
+        return stacked.get(dim, 1) * updated.get(dim, 1)
+
+    @cached_property
+    def _factors(self) -> tuple[dict[str, int], dict[str, int]]:
+        # The evaluator asks for these in its inner loop: count them once.
+        stacked: dict[str, int] = {}
+        for st in self.stacks:
+            stacked[st.dim] = stacked.get(st.dim, 1) * st.count
+        updated: dict[str, int] = {}
+        for up in self.updates:
+            updated[up.dim] = updated.get(up.dim, 1) * up.count
+        return stacked, updated
 
     def sharing(self, kind: Kind) -> int:
         return dict(self.shr).get(kind, 1)

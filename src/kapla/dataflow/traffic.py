@@ -84,9 +84,14 @@ def _block_volume(kind: Kind, block: Mapping[str, int], layer: Layer, loops: tup
         extent = ifm_extent(block, layer)[axis]
         stride = layer.stride[axis] if sweep.dim in "YX" else layer.dilation[axis]
         shift = steps[last] * stride
-        union = extent + (sweep.count - 1) * min(extent, shift)
+        whole = ifm_extent({d: layer_extent(layer, d) for d in "YXSR"}, layer)[axis]
+        union = min(extent + (sweep.count - 1) * min(extent, shift), whole)
         return outer * size / extent * union, distinct
     return float(outer * sweep.count * size), distinct
+
+
+def layer_extent(layer: Layer, dim: str) -> int:
+    return layer.loops[dim]
 
 
 def _steps(scheme: LayerScheme, index: int) -> dict[int, int]:
@@ -113,7 +118,9 @@ def boundary_traffic(scheme: LayerScheme, index: int) -> BoundaryTraffic:
     loops = scheme.temporal_loops(index)
     steps = _steps(scheme, index)
     child = scheme.tile(index)
-    group = {d: child[d] * lvl.factor(d, spatial=True) for d in child}
+    full = scheme.dims
+    # a group of units never holds more of a dimension than the layer has (padding is not data)
+    group = {d: min(child[d] * lvl.factor(d, spatial=True), full[d]) for d in child}
     parent_units = math.prod(lv.parallelism for lv in scheme.levels[index + 1:])
     units = parent_units * lvl.parallelism
     out = []

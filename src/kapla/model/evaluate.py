@@ -64,8 +64,23 @@ class Feed:
 FROM_DRAM = Feed()
 
 
+class CostTotals:
+    """What layer and segment costs share: a verdict and energy by component."""
+
+    validity: Validity
+    energy: Mapping[str, float]
+
+    @property
+    def valid(self) -> bool:
+        return self.validity.ok
+
+    @property
+    def total_energy(self) -> float:
+        return sum(self.energy.values())
+
+
 @dataclass(frozen=True)
-class LayerCost:
+class LayerCost(CostTotals):
     """What one layer scheme costs: accesses, hops, energy by component and time."""
 
     layer: str
@@ -76,14 +91,6 @@ class LayerCost:
     energy: Mapping[str, float] = field(default_factory=dict)  # component -> joules
     time: float = 0.0  # cycles
     time_parts: Mapping[str, float] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return self.validity.ok
-
-    @property
-    def total_energy(self) -> float:
-        return sum(self.energy.values())
 
     def level_accesses(self, level: str) -> float:
         return sum(self.accesses.get(level, {}).values())
@@ -103,12 +110,15 @@ class LayerCost:
 
 def _channel_distance(arch: ArchSpec, grid: tuple[int, int]) -> float:
     """Mean hops from the nodes of a rows x cols block (at the origin) to their nearest channel."""
-    return _mean_distance(arch.dram_channel_nodes, grid)
+    return mean_channel_distance(arch.dram_channel_nodes, (0, 0), grid)
 
 
 @lru_cache(maxsize=1024)
-def _mean_distance(channels: tuple[tuple[int, int], ...], grid: tuple[int, int]) -> float:
-    rows, cols = grid
+def mean_channel_distance(channels: tuple[tuple[int, int], ...], origin: tuple[int, int],
+                          grid: tuple[int, int]) -> float:
+    """Mean Manhattan hops from the nodes of a rows x cols block at ``origin`` to their nearest channel."""
+    (r0, c0), (rows, cols) = origin, grid
+    channels = tuple((cr - r0, cc - c0) for cr, cc in channels)
     total = 0
     for r in range(rows):
         for c in range(cols):
@@ -209,9 +219,13 @@ def _noc_hops(bt: BoundaryTraffic, distance: float, feed: Feed) -> float:
             continue
         if (t.kind == Kind.IFM and not t.written and feed.ifm_hops is not None) or (t.written and not feed.to_dram):
             continue  # on-chip forwarding is charged where the data are read
-        # Every node exchanges its own blocks with DRAM (multicast trees are not
-        # modelled, so shared data costs its distance once per receiving node).
-        hops += (t.fills + t.writebacks - t.reduced) * distance
+        if t.written:
+            # partial sums travel after their reduction between neighbour nodes
+            hops += (t.parent_reads + t.parent_writes) * distance
+        else:
+            # every node receives its own blocks (multicast trees are not modelled,
+            # so shared data costs its distance once per receiving node)
+            hops += t.fills * distance
     return hops
 
 

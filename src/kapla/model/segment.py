@@ -20,33 +20,21 @@ from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import Region, SegmentScheme
-from kapla.model.evaluate import STATIC, Feed, LayerCost, evaluate
+from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
 from kapla.model.validity import Validity
 
 
 @dataclass(frozen=True)
-class SegmentCost:
+class SegmentCost(CostTotals):
     layers: Mapping[str, LayerCost]
     validity: Validity
     energy: Mapping[str, float] = field(default_factory=dict)
     time: float = 0.0
 
-    @property
-    def valid(self) -> bool:
-        return self.validity.ok
-
-    @property
-    def total_energy(self) -> float:
-        return sum(self.energy.values())
-
 
 def dram_distance(arch: ArchSpec, region: Region) -> float:
     """Mean Manhattan hops from the nodes of ``region`` to their nearest DRAM channel."""
-    channels = arch.dram_channel_nodes
-    (r0, c0), (rows, cols) = region.origin, region.shape
-    total = sum(min(abs(r0 + r - cr) + abs(c0 + c - cc) for cr, cc in channels)
-                for r in range(rows) for c in range(cols))
-    return total / region.nodes
+    return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
 
 
 def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:

@@ -27,7 +27,7 @@ and :mod:`kapla.model.evaluate` step by step:
   static energy.
 
 The numbers agree with the scalar evaluator (``check=False``) up to the
-order of floating-point sums; ``tests/model/test_batch.py`` checks them to
+order of floating-point sums; ``tests/solve/test_batch.py`` checks them to
 ``rtol=1e-9``.
 
 Entry points:
@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles, window
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, ifm_extent, layer_dims, tensor_roles, window
 from kapla.model.evaluate import ITCN, _channel_distance
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -206,6 +206,8 @@ class BatchEvaluator:
         self.shift = np.array([{"Y": sy, "X": sx, "S": dy, "R": dx}.get(d, 0) for d in DIMS], dtype=np.int64)
         self.full_rows = window(layer.yo, layer.s, sy, dy)
         self.full_cols = window(layer.xo, layer.r, sx, dx)
+        # The whole input a sliding window can cover (traffic._block_volume clamps its union to it).
+        self.whole = ifm_extent({d: layer.loops[d] for d in "YXSR"}, layer)
         self.distance = _channel_distance(arch, skel.partition_grid)
         self.ops = layer.loop_ops * skel.batch
         self.regf_datapath = float(sum(self.ops * r.copies * (2 if r.written else 1) for r in self.roles))
@@ -314,10 +316,10 @@ class BatchEvaluator:
         t = self._full_factors(dims, tops)
         nom0 = self.mu * u
         c0 = np.minimum(nom0, self.full)
-        g0 = c0 * self.s0
+        g0 = np.minimum(c0 * self.s0, self.full)  # a group never spans more than the layer
         nom1 = nom0 * self.s0 * a * self.in0
         c1 = np.minimum(nom1, self.full)
-        g1 = c1 * self.s1
+        g1 = np.minimum(c1 * self.s1, self.full)
         fps = {name: self._footprints(blk) for name, blk in (("c0", c0), ("g0", g0), ("c1", c1), ("g1", g1))}
         regf_words = np.zeros(units.shape[0], dtype=np.int64)
         gbuf_words = np.zeros(units.shape[0], dtype=np.int64)
@@ -378,11 +380,13 @@ class BatchEvaluator:
             else:
                 itcn = itcn + delivered
             bus_words[r.name] = bus_words.get(r.name, 0.0) + side
-        for tr in b1:
+        for r, tr in zip(self.roles, b1):
             fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
             dram = dram + (parent_reads + parent_writes)
             gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
-            hops = hops + (rotated + reduced) + (fills + writebacks - reduced) * self.distance
+            # written tensors travel to DRAM after their reduction; read ones once per receiving node
+            to_dram = (parent_reads + parent_writes) if r.written else fills
+            hops = hops + (rotated + reduced) + to_dram * self.distance
         busiest = np.zeros(M)
         for words in bus_words.values():
             busiest = np.maximum(busiest, words)
@@ -435,7 +439,8 @@ class BatchEvaluator:
                 outer = upto // count
                 extent = np.where(axis == 0, in_rows, in_cols)
                 shift = steps[rows, last] * self.shift[dim]
-                union = extent + (count - 1) * np.minimum(extent, shift)
+                whole = np.where(axis == 0, self.whole[0], self.whole[1])
+                union = np.minimum(extent + (count - 1) * np.minimum(extent, shift), whole)
                 vol = np.where(slides, (outer * fp) / extent * union, vol)
             out.append(vol)
         return out, distinct
