@@ -201,7 +201,7 @@ def _role_named(layer: Layer, tname: str) -> TensorRole | None:
 
 def _tile_from_tensors(layer: Layer, tensors: Mapping[Kind, Mapping[str, int]], name: str) -> dict[str, int]:
     tile = {d: 1 for d in DIMS}
-    for kind, values in tensors.items():
+    for values in tensors.values():
         for key, value in values.items():
             if key in _LOOP_OF:
                 tile[_LOOP_OF[key]] = value

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost

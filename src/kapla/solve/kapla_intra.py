@@ -28,7 +28,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint
 from kapla.model.evaluate import ITCN, LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
+from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, skeletons
 from kapla.workload.layer import Layer
 
 
@@ -136,14 +136,6 @@ def _mean_channel_distance(arch: ArchSpec) -> float:
     return _channel_distance(arch, arch.node_array) if arch.node_level is not None else 0.0
 
 
-def _next(value: int, limit: int) -> int | None:
-    """The next divisor of ``limit`` that is a multiple of ``value`` (None at the top)."""
-    for d in divisors(limit):
-        if d > value and d % value == 0:
-            return d
-    return None
-
-
 def _orders(dims: list[str]) -> list[tuple[str, ...]]:
     """One order per choice of innermost loop (the others keep a fixed order)."""
     if not dims:
@@ -170,6 +162,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
         return scheme.buffer_words(0) <= regf_cap and scheme.buffer_words(1) <= gbuf_cap
 
     orders = _orders(dims)
+    dram = arch.levels[-1].name
     state = _State({d: 1 for d in dims}, {d: 1 for d in dims}, dict((d, rest[d]) for d in dims),
                    orders[0], orders[0])
     scheme = build(state)
@@ -192,11 +185,11 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
         return best
 
     if rounds == 0:
-        for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
+        for field_, counts_key in (("unit", ITCN), ("regf", dram)):
             state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
         return scheme, best_cost, evaluated, state
     for round_ in range(rounds):
-        for field_, counts_key in (("unit", ITCN), ("regf", "DRAM")):
+        for field_, counts_key in (("unit", ITCN), ("regf", dram)):
             state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
         # try every pair of innermost loops on the blocks found
         best = (best_cost.objective(objective), state, scheme, best_cost)
@@ -236,15 +229,11 @@ def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: d
                 moves.append((d, new, s, c))
         if not moves:
             return state, scheme, current
+        # KAPLA's rule: help the most-accessed tensor first, then the second, ...
         ranking = sorted(counts, key=counts.get, reverse=True)
-
-        def key(move):
-            _, _, _, c = move
-            after = c.accesses.get(counts_key, {})
-            return tuple(after.get(t, 0.0) for t in ranking) + (c.objective(objective),)
-
-        moves.sort(key=key)
-        for d, new, s, c in moves:
+        moves.sort(key=lambda move, ranking=ranking: tuple(
+            move[3].accesses.get(counts_key, {}).get(t, 0.0) for t in ranking) + (move[3].objective(objective),))
+        for _, new, s, c in moves:
             if c.objective(objective) <= current.objective(objective):
                 state, scheme, current = new, s, c
                 break

@@ -41,8 +41,7 @@ def googlenet(batch: int = 64) -> Network:
     b.conv("conv2_3x3", "conv2_3x3_reduce", 192, 3, pad=1)
     b.pool("pool2", "conv2_3x3", 3, stride=2, ceil_mode=True)
     prev = ["pool2"]
-    for stage, tags, pool in ((3, ("3a", "3b"), "pool3"), (4, ("4a", "4b", "4c", "4d", "4e"), "pool4"),
-                              (5, ("5a", "5b"), None)):
+    for tags, pool in ((("3a", "3b"), "pool3"), (("4a", "4b", "4c", "4d", "4e"), "pool4"), (("5a", "5b"), None)):
         for tag in tags:
             prev = _inception(b, tag, prev)
         if pool:
