@@ -1,17 +1,23 @@
 """KAPLA's intra-layer solver (Sec. IV-C, Algorithm 1): bottom-up cost descent.
 
-For a handful of skeletons (partition x sharing x PE mapping) ranked by a
-cheap lower-bound estimate, the solver works up the hierarchy:
+Skeletons (partition x sharing x PE mapping) are ranked by a lower-bound
+estimate; the first ``scan`` get a quick descent (one loop order per level)
+and the best ``top`` of those the full one:
 
 1. **REGF caching**: starting from the PE template's unit block, repeatedly
-   enlarge the register block along one dimension, to its next divisor. The
+   enlarge the register block along one dimension by one prime factor. The
    dimension is the one that most reduces the array-bus traffic of the
    currently most-accessed tensor (ties broken by the second); a step is
    taken only if it fits the register file and does not raise the cost.
 2. **GBUF caching**: the same for the node-buffer block (moving loop factors
    from above the GBUF to between GBUF and REGF), driven by DRAM traffic.
-3. **Loop orders**: every choice of innermost loop at both levels is tried
-   on the result, and the descent is repeated once from the best orders.
+   As Algorithm 1 prescribes, each level is cached under each of its loop
+   orders (one per choice of innermost loop) and the best kept.
+3. **Loop orders**: every pair of innermost loops is tried on the blocks
+   found, and the descent repeated once from the best orders.
+4. **Polish**: the winner is hill-climbed by moving one prime factor between
+   the register block, the REGF-level and the GBUF-level loops, together with
+   any re-ordering of the loops, while the cost drops.
 
 Blocks only ever grow while they fit, so every scheme built is valid by
 construction; the evaluator checks the winner anyway.
@@ -170,7 +176,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
         return None
     best_cost = cost_of(scheme)
 
-    def cache_level(state, field_, counts_key, current):
+    def cache_level(state, field_, counts_key):
         # Algorithm 1: at each level, try the loop orders and cache under each.
         order_field = "regf_order" if field_ == "unit" else "top_order"
         best = None
@@ -186,11 +192,11 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | Non
 
     if rounds == 0:
         for field_, counts_key in (("unit", ITCN), ("regf", dram)):
-            state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
+            state, scheme, best_cost = cache_level(state, field_, counts_key)
         return scheme, best_cost, evaluated, state
     for round_ in range(rounds):
         for field_, counts_key in (("unit", ITCN), ("regf", dram)):
-            state, scheme, best_cost = cache_level(state, field_, counts_key, best_cost)
+            state, scheme, best_cost = cache_level(state, field_, counts_key)
         # try every pair of innermost loops on the blocks found
         best = (best_cost.objective(objective), state, scheme, best_cost)
         for o1 in orders:
