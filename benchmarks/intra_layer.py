@@ -91,6 +91,10 @@ def main() -> None:
         task = bar.add_task("solving", total=len(jobs))
         for row in pool.map(run_one, jobs):
             rows.append(row)
+            # a line per layer as it finishes, so a long run that is interrupted still shows its results
+            bar.console.print(f"{row['config']:<10} {row['layer']:<34} exh {row['exhaustive'] * 1e3:10.4f} mJ  "
+                              f"kapla {row['kapla'] * 1e3:10.4f} mJ  {row['kapla'] / row['exhaustive'] - 1:+7.2%}  "
+                              f"{row['t_exhaustive']:6.1f} s {row['t_kapla']:5.2f} s", highlight=False)
             bar.update(task, advance=1, description=f"{row['config']} {row['layer']}")
     table = Table(title="KAPLA vs exhaustive, per layer")
     for col in ("config", "layer", "exhaustive mJ", "KAPLA mJ", "overhead", "exh s", "KAPLA s", "valid"):
