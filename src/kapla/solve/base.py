@@ -8,7 +8,7 @@ from typing import Protocol
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.errors import KaplaError
-from kapla.model.evaluate import LayerCost
+from kapla.model.evaluate import Feed, LayerCost
 from kapla.workload.layer import Layer
 
 OBJECTIVES = ("energy", "latency", "edp")
@@ -29,12 +29,18 @@ class IntraResult:
 
 
 class IntraSolver(Protocol):
-    """Finds a scheme for one layer on a block of nodes (``arch``), minimising ``objective``."""
+    """Finds a scheme for one layer on a block of nodes (``arch``), minimising ``objective``.
+
+    ``feed`` (default: everything through DRAM) says which data stay on chip
+    when the layer runs inside a segment; the scheme returned must satisfy its
+    constraints (a forwarded input or pinned weights fetched once, an output
+    kept on chip never spilled) and is costed with it.
+    """
 
     name: str
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None) -> IntraResult: ...
+              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult: ...
 
 
 def check_objective(objective: str) -> str:
