@@ -7,7 +7,10 @@ single-node row stationary), a few skeletons and a random sample of their
 blockings are costed both ways and must agree to ``rtol=1e-9``; and the
 best blocking :func:`enumerate_and_cost` finds over the exhaustive solver's
 candidate set must cost what a scalar loop over ``exhaustive._blockings``
-finds.
+finds. The same holds under random feeds (a layer inside a segment: input
+forwarded on chip, output kept on chip, weights pinned, a given DRAM
+distance), where the batch evaluator must also give the scalar evaluator's
+verdict on the feed's constraints.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from kapla.solve.batch import (
     enumerate_and_cost,
     enumerate_blockings,
 )
-from kapla.model.evaluate import ITCN
+from kapla.model.evaluate import ITCN, Feed
 from kapla.solve.exhaustive import _blockings
 from kapla.solve.space import build_scheme, skeletons
 from kapla.workload.layer import Layer
@@ -112,11 +115,19 @@ def _sample_enumerated(skel, arch, rng: random.Random, n: int):
     return [c[idx] for c in cat]
 
 
-def _assert_matches(res, skel, arch, objective: str = "energy") -> int:
+def _assert_matches(res, skel, arch, objective: str = "energy", feed: Feed | None = None) -> int:
+    """Every candidate of ``res`` costs what the scalar evaluator says; returns
+    how many had numbers to compare (the ones that meet the feed)."""
+    compared = 0
     for i in range(len(res)):
         scheme = build_scheme(skel, res.blocking(i))
-        cost = evaluate(scheme, arch, check=False)
-        where = f"{skel.layer.name} | {skel.describe()} | {res.blocking(i)}"
+        cost = evaluate(scheme, arch, check=False) if feed is None else evaluate(scheme, arch, feed, check=False)
+        where = f"{skel.layer.name} | {skel.describe()} | {res.blocking(i)} | {feed}"
+        assert bool(res.valid[i]) == cost.valid, (where, cost.validity)
+        if not cost.valid:
+            assert math.isinf(res.objective[i]), where
+            continue
+        compared += 1
         assert res.energy[i] == pytest.approx(cost.total_energy, rel=RTOL), where
         assert res.time[i] == pytest.approx(cost.time, rel=RTOL), where
         assert res.objective[i] == pytest.approx(cost.objective(objective), rel=RTOL), where
@@ -128,7 +139,7 @@ def _assert_matches(res, skel, arch, objective: str = "energy") -> int:
         assert res.noc_hops[i] == pytest.approx(cost.noc_hops, rel=RTOL, abs=1e-9), where
         for part, arr in (("compute", res.compute_time), ("bus", res.bus_time), ("dram", res.dram_time)):
             assert arr[i] == pytest.approx(cost.time_parts[part], rel=RTOL, abs=1e-9), (where, part)
-    return len(res)
+    return compared
 
 
 @pytest.mark.parametrize("arch_name", ARCHS)
@@ -147,6 +158,64 @@ def test_batch_equals_scalar(layer_key: str, arch_name: str):
         res = batch_costs(skel, arch, units, mids, regf_orders=o1, gbuf_orders=o2, objective=objective)
         checked += _assert_matches(res, skel, arch, objective)
     assert checked
+
+
+def _random_feed(rng: random.Random) -> Feed:
+    return Feed(ifm_hops=rng.choice((None, 0.0, 2.5)), to_dram=rng.choice((True, False)),
+                pinned=rng.choice((True, False)), dram_hops=rng.choice((None, 3.0)))
+
+
+@pytest.mark.parametrize("arch_name", ARCHS)
+@pytest.mark.parametrize("layer_key", list(_layers()))
+def test_batch_equals_scalar_under_feeds(layer_key: str, arch_name: str):
+    """Random feeds over the random layers and blockings above: every number of
+    the candidates that meet the feed, and every verdict."""
+    arch = _arch(arch_name)
+    layer = _layers()[layer_key]
+    rng = random.Random(f"feed/{layer_key}/{arch_name}")
+    checked = 0
+    for skel in _pick_skeletons(layer, BATCH[arch_name], arch, 2, rng):
+        samples = []
+        sample = _sample_enumerated(skel, arch, rng, 8)
+        if sample is not None:
+            samples.append((sample, {}))
+        units, mids, o1, o2 = _random_blockings(skel, rng, 4)
+        samples.append(((units, mids), {"regf_orders": o1, "gbuf_orders": o2}))
+        for args, kwargs in samples:
+            for feed in [_random_feed(rng) for _ in range(3)] + [Feed(ifm_hops=2.5, dram_hops=3.0)]:
+                objective = rng.choice(("energy", "latency", "edp"))
+                res = batch_costs(skel, arch, *args, **kwargs, objective=objective, feed=feed)
+                checked += _assert_matches(res, skel, arch, objective, feed)
+    assert checked
+
+
+def test_feed_verdicts_on_chosen_blockings():
+    """Blockings built to pass or break each constraint: a GBUF-level loop over
+    the output channels re-reads a forwarded input; one over the input channels
+    outside the output's loops spills partial sums; pinned weights re-read
+    under a batch loop."""
+    arch = _arch("eyeriss")
+    layer = _layers()["conv3"]
+    skel = next(s for s in skeletons(layer, 2, arch)
+                if {"C", "K", "N"} <= set(active_dims(s)))
+    dims = active_dims(skel)
+    ones = np.ones((1, len(dims)), dtype=np.int64)
+    rest = skel.rest
+
+    def cost(top_dims, feed):
+        mids = np.array([[1 if d in top_dims else rest[d] for d in dims]], dtype=np.int64)
+        order = tuple(top_dims)  # the GBUF-level loops, outermost first
+        res = batch_costs(skel, arch, ones, mids, regf_orders=tuple(dims), gbuf_orders=order, feed=feed)
+        _assert_matches(res, skel, arch, "energy", feed)
+        return bool(res.valid[0])
+
+    forward, keep, pin = Feed(ifm_hops=1.0), Feed(to_dram=False), Feed(pinned=True)
+    assert cost(("C",), forward) and cost(("C", "K"), forward)
+    assert not cost(("K", "C"), forward)  # every K step re-reads the input
+    assert cost(("K", "C"), keep)
+    assert not cost(("C", "K"), keep)  # C steps outside K spill partial sums
+    assert cost(("K",), pin) and cost(("K", "N"), pin)
+    assert not cost(("N", "K"), pin)  # every sample reloads the weights
 
 
 def test_orders_may_leave_out_dims_of_count_one():

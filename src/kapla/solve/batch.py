@@ -28,7 +28,11 @@ and :mod:`kapla.model.evaluate` step by step:
 
 The numbers agree with the scalar evaluator (``check=False``) up to the
 order of floating-point sums; ``tests/solve/test_batch.py`` checks them to
-``rtol=1e-9``.
+``rtol=1e-9``. Every entry point takes a ``feed``
+(:class:`kapla.model.evaluate.Feed`, a layer inside a segment): the node
+level's traffic with DRAM is then charged as ``evaluate(..., feed)`` charges
+it, and candidates that break the feed's constraints (``_check_feed``) are
+marked invalid and get objective ``inf``.
 
 Entry points:
 
@@ -53,8 +57,8 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, ifm_extent, layer_dims, tensor_roles, window
-from kapla.model.evaluate import ITCN, _channel_distance
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, footprint, ifm_extent, layer_dims, tensor_roles, window
+from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, _channel_distance
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.solve.space import Blocking, Skeleton  # noqa: F401
@@ -123,6 +127,15 @@ class BatchResult:
     dram_time: np.ndarray
     regf_words: np.ndarray
     gbuf_words: np.ndarray
+    feed_ok: np.ndarray | None = None  # (M,) bool: meets the feed's constraints (None: no feed, all do)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """(M,) bool: candidate ``i`` meets the feed's constraints (``_check_feed``);
+        the others have objective ``inf``."""
+        if self.feed_ok is None:
+            return np.ones(len(self), dtype=bool)
+        return self.feed_ok
 
     def __len__(self) -> int:
         return int(self.energy.shape[0])
@@ -166,6 +179,7 @@ class BestBlocking:
     evaluated: int  # candidates costed (capacity-feasible factors x order classes)
     energy: float = math.inf
     time: float = math.inf
+    rejected: int = 0  # of those, the ones the feed's constraints rule out
 
 
 @dataclass(frozen=True)
@@ -209,6 +223,9 @@ class BatchEvaluator:
         # The whole input a sliding window can cover (traffic._block_volume clamps its union to it).
         self.whole = ifm_extent({d: layer.loops[d] for d in "YXSR"}, layer)
         self.distance = _channel_distance(arch, skel.partition_grid)
+        # What a tensor fetched once from the top moves (``evaluate._check_feed``).
+        dims = layer_dims(layer, skel.batch)
+        self.once = {r.name: footprint(r.kind, dims, layer) * r.copies for r in self.roles}
         self.ops = layer.loop_ops * skel.batch
         self.regf_datapath = float(sum(self.ops * r.copies * (2 if r.written else 1) for r in self.roles))
         self.systolic = arch.levels[0].same_level_transfer
@@ -275,12 +292,14 @@ class BatchEvaluator:
     # ------------------------------------------------------------- costs
 
     def costs(self, units, mids, tops=None, regf_orders=None, gbuf_orders=None,
-              objective: str = "energy", dims: Sequence[str] | None = None, rows=None) -> BatchResult:
+              objective: str = "energy", dims: Sequence[str] | None = None, rows=None,
+              feed: Feed | None = None) -> BatchResult:
         """See :func:`batch_costs`. With ``rows`` (an ``(M,)`` index array), the
         factor arrays are distinct combinations and candidate ``i`` uses row
         ``rows[i]`` of them (its orders are still row ``i`` of the order arrays)."""
         if objective not in _OBJECTIVES:
             raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
+        feed = _as_feed(feed)
         block_dims = _space().BLOCK_DIMS
         dims = tuple(active_dims(self.skel) if dims is None else dims)
         if len(set(dims)) != len(dims) or not set(dims) <= set(block_dims):
@@ -305,9 +324,10 @@ class BatchEvaluator:
                 raise ValueError(f"rows must index the {F} factor rows")
         ord1 = _as_orders(regf_orders, dims, mids[rows], "regf_orders")
         ord2 = _as_orders(gbuf_orders, dims, tops[rows], "gbuf_orders")
-        return self._costs(dims, units, mids, tops, rows, ord1, ord2, objective)
+        return self._costs(dims, units, mids, tops, rows, ord1, ord2, objective, feed)
 
-    def _costs(self, dims, units, mids, tops, rows, ord1, ord2, objective) -> BatchResult:
+    def _costs(self, dims, units, mids, tops, rows, ord1, ord2, objective, feed: Feed | None = None) -> BatchResult:
+        """The costs; ``feed`` is None or a :class:`Feed` other than ``FROM_DRAM`` (:func:`_as_feed`)."""
         nd = len(dims)
         M = rows.shape[0]
         # ---- per factor combination
@@ -380,13 +400,17 @@ class BatchEvaluator:
             else:
                 itcn = itcn + delivered
             bus_words[r.name] = bus_words.get(r.name, 0.0) + side
-        for r, tr in zip(self.roles, b1):
-            fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
-            dram = dram + (parent_reads + parent_writes)
-            gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
-            # written tensors travel to DRAM after their reduction; read ones once per receiving node
-            to_dram = (parent_reads + parent_writes) if r.written else fills
-            hops = hops + (rotated + reduced) + to_dram * self.distance
+        feed_ok = None
+        if feed is None:
+            for r, tr in zip(self.roles, b1):
+                fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
+                dram = dram + (parent_reads + parent_writes)
+                gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
+                # written tensors travel to DRAM after their reduction; read ones once per receiving node
+                to_dram = (parent_reads + parent_writes) if r.written else fills
+                hops = hops + (rotated + reduced) + to_dram * self.distance
+        else:
+            dram, gbuf, hops, feed_ok = self._fed_top(b1, feed, dram, gbuf, hops, M)
         busiest = np.zeros(M)
         for words in bus_words.values():
             busiest = np.maximum(busiest, words)
@@ -404,10 +428,42 @@ class BatchEvaluator:
             value = time
         else:
             value = energy * time
+        if feed_ok is not None:
+            value = np.where(feed_ok, value, math.inf)
         names = self.names
         accesses = {names[0]: regf, names[1]: gbuf, names[2]: dram, ITCN: itcn}
         return BatchResult(dims, units, mids, tops, rows, ord1, ord2, objective, energy, time, value, accesses,
-                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows])
+                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows], feed_ok)
+
+    def _fed_top(self, b1, feed: Feed, dram, gbuf, hops, M: int):
+        """The node level's traffic with DRAM under ``feed``, as ``evaluate`` and
+        ``_noc_hops`` charge it, and which candidates ``_check_feed`` accepts."""
+        distance = self.distance if feed.dram_hops is None else feed.dram_hops
+        ok = np.ones(M, dtype=bool)
+        for r, tr in zip(self.roles, b1):
+            fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
+            side = parent_reads + parent_writes
+            hops = hops + (rotated + reduced)
+            forwarded = r.kind == Kind.IFM and not r.written and feed.ifm_hops is not None
+            kept = r.written and not feed.to_dram
+            pinned = r.kind == Kind.WGT and not r.written and feed.pinned
+            if forwarded or pinned:
+                # read from the top only once (a float tolerance, as _check_feed)
+                ok &= ~(np.asarray(parent_reads) > self.once[r.name] * 1.000001)
+            if kept:
+                ok &= ~(np.asarray(parent_reads) > 0)  # no partial sums spilled
+            if pinned:
+                continue  # resident weights: no top-level traffic at all
+            if forwarded or kept:
+                # read from (or left in) node buffers; a forwarded input crosses the NoC
+                gbuf = gbuf + side
+                if not r.written:
+                    hops = hops + side * feed.ifm_hops
+                continue
+            dram = dram + side
+            gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
+            hops = hops + (side if r.written else fills) * distance
+        return dram, gbuf, hops, ok
 
     def _volumes(self, kind: Kind, loops: tuple[np.ndarray, ...], blocks: Sequence[tuple], M: int):
         """``traffic._block_volume`` of ``kind`` for each of ``blocks`` (footprint,
@@ -539,10 +595,20 @@ def _evaluator(skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
     return ev
 
 
+def _as_feed(feed: Feed | None) -> Feed | None:
+    """None for everything through DRAM (the plain, faster path), else the feed."""
+    if feed is None or feed == FROM_DRAM:
+        return None
+    if not isinstance(feed, Feed):
+        raise TypeError(f"feed must be a kapla.model.evaluate.Feed (got {type(feed).__name__})")
+    return feed
+
+
 def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None, regf_orders=None, gbuf_orders=None,
-                objective: str = "energy", dims: Sequence[str] | None = None, rows=None) -> BatchResult:
+                objective: str = "energy", dims: Sequence[str] | None = None, rows=None,
+                feed: Feed | None = None) -> BatchResult:
     """Costs of ``M`` blockings of ``skel`` on ``arch``, as
-    ``evaluate(build_scheme(skel, blocking), arch, check=False)`` gives them.
+    ``evaluate(build_scheme(skel, blocking), arch, feed, check=False)`` gives them.
 
     ``units``, ``mids``, ``tops``: integer arrays of shape ``(M, len(dims))``,
     the unit (register block) factors, REGF-level and GBUF-level loop counts
@@ -554,8 +620,15 @@ def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None, regf_ord
     An order may leave out dims whose count is 1. ``rows``: optional ``(M,)``
     indices into the factor arrays when candidates share factor combinations
     (each combination's blocks are then worked out once).
+
+    ``feed`` (default: everything through DRAM) charges the top-level traffic
+    as :func:`kapla.model.evaluate.evaluate` does for a layer inside a segment;
+    candidates that break its constraints (``_check_feed``: a forwarded input
+    or pinned weights read more than once, partial sums of an output kept on
+    chip spilled) are marked in ``valid`` and get objective ``inf``; their
+    other numbers are what the traffic would cost.
     """
-    return _evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows)
+    return _evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows, feed)
 
 
 # ------------------------------------------------------------- enumeration
@@ -685,20 +758,27 @@ def enumerate_blockings(skel: Skeleton, arch: ArchSpec, chunk: int = _DEFAULT_CH
 
 
 def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy",
-                       chunk: int = _DEFAULT_CHUNK) -> BestBlocking:
+                       chunk: int = _DEFAULT_CHUNK, feed: Feed | None = None) -> BestBlocking:
     """The best blocking of ``skel`` over the exhaustive solver's candidates
-    (:func:`enumerate_blockings`), ties going to the first in its order."""
+    (:func:`enumerate_blockings`), ties going to the first in its order.
+
+    Under ``feed`` (see :func:`batch_costs`), only candidates meeting its
+    constraints are chosen; ``blocking`` is None if none does (``rejected``
+    then equals ``evaluated``)."""
     if objective not in _OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
+    feed = _as_feed(feed)
     ev = _evaluator(skel, arch)
     dims = active_dims(skel)
     best = BestBlocking(None, math.inf, 0)
-    evaluated = 0
+    evaluated = rejected = 0
     for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
-        res = ev._costs(dims, units, mids, tops, rows, o1, o2, objective)
+        res = ev._costs(dims, units, mids, tops, rows, o1, o2, objective, feed)
         evaluated += len(res)
+        if res.feed_ok is not None:
+            rejected += len(res) - int(np.count_nonzero(res.feed_ok))
         i = res.best()
         value = float(res.objective[i])
         if value < best.value:
             best = BestBlocking(res.blocking(i), value, 0, float(res.energy[i]), float(res.time[i]))
-    return BestBlocking(best.blocking, best.value, evaluated, best.energy, best.time)
+    return BestBlocking(best.blocking, best.value, evaluated, best.energy, best.time, rejected)
