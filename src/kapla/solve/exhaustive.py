@@ -145,8 +145,9 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
         wants.append("fetches its pinned weights once")
     return NoSchemeError(
         f"layer '{layer.name}' cannot meet its feed constraint (batch {batch}, "
-        f"{arch.node_array[0]}x{arch.node_array[1]} nodes): none of the {evaluated} schemes that fit the buffers "
-        f"{' and '.join(wants) or 'meets the feed'}; run it with its data through DRAM or give it more buffer")
+        f"{arch.node_array[0]}x{arch.node_array[1]} nodes): none of the {evaluated} schemes searched "
+        f"that fit the buffers {' and '.join(wants) or 'meets the feed'}; "
+        "run it with its data through DRAM or give it more buffer")
 
 
 @lru_cache(maxsize=4096)
