@@ -139,7 +139,7 @@ def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0) -> li
     order = [int(i) for i in np.argsort(values, kind="stable")]
     if refine and len(arch.levels) == 3:
         head = order[:refine]
-        dram = _dram_estimates([skels[i] for i in head], arch, once=True)
+        dram = _dram_estimates(_arrays([skels[i] for i in head], arch), arch, once=True)
         better = [_refined(skels[i], arch) + extra for i, extra in zip(head, dram)]
         order = [head[j] for j in np.argsort(better, kind="stable")] + order[refine:]
     return [skels[i] for i in order]
@@ -164,49 +164,115 @@ def _refined(skel: Skeleton, arch: ArchSpec) -> float:
 
 
 def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
-    """:func:`estimate` of every skeleton (the DRAM part vectorised over all of them)."""
-    base = np.array([_on_chip_estimate(s, arch) for s in skels])
+    """:func:`estimate` of every skeleton, vectorised over all of them."""
+    arr = _arrays(skels, arch)
+    value = _on_chip_estimates(arr, arch)
     if len(arch.levels) < 3:
-        return base
-    return base + _dram_estimates(skels, arch)
+        return value
+    return value + _dram_estimates(arr, arch)
 
 
 def estimate(skel: Skeleton, arch: ArchSpec) -> float:
     """An estimate of a skeleton's energy, from its blocks and a few analytic
-    top-level blockings (no blocking search); see :func:`_dram_estimates`."""
+    top-level blockings (no blocking search): the on-chip part of
+    :func:`_on_chip_estimates` plus the DRAM part of :func:`_dram_estimates`."""
     return float(estimates([skel], arch)[0])
 
 
-def _on_chip_estimate(skel: Skeleton, arch: ArchSpec) -> float:
-    """Each PE and each node must load the data its block touches at least
-    once, and the layer takes at least its compute steps of static energy.
-    MAC and register energy are the same for every skeleton."""
-    layer, m = skel.layer, skel.mapping
-    rest = skel.rest
-    pe_span = {d: 1 for d in "NGCKYXSR"} | m.unit_dims
-    for loop in m.inner:
-        pe_span[loop.dim] = pe_span.get(loop.dim, 1) * loop.count
-    for d, n in rest.items():
-        pe_span[d] = pe_span.get(d, 1) * n
-    node_span = dict(pe_span)
-    for st in m.stacks:
-        node_span[st.dim] = node_span.get(st.dim, 1) * st.count
-    pes = math.prod(st.count for st in m.stacks)
-    nodes = math.prod(st.count for st in skel.partition.stacks)
-    systolic = arch.levels[0].same_level_transfer
-    itcn = gbuf = 0.0
-    for r in tensor_roles(layer):
-        per_node = footprint(r.kind, node_span, layer) * r.copies
-        itcn += (per_node if systolic else footprint(r.kind, pe_span, layer) * r.copies * pes) * nodes
-        gbuf += per_node * nodes
-    trips = math.prod(m.unit_dims.values()) * math.prod(lp.count for lp in m.inner) * math.prod(rest.values())
-    return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + trips * arch.static_energy
+@dataclass
+class _Arrays:
+    """The numbers of many skeletons of one layer, one row each."""
+
+    layer: Layer
+    full: np.ndarray  # (8,) layer extents
+    rest: np.ndarray  # (S, 6) what blocking covers, per block dim
+    mu: np.ndarray  # (S, 8) the PE mapping's unit block
+    s0: np.ndarray  # (S, 8) PE stacks
+    in0: np.ndarray  # (S, 8) the mapping's innermost loops
+    s1: np.ndarray  # (S, 8) node stacks
+    shr: dict  # Kind -> (S,) sharing
+    dist: np.ndarray
+    nodes: np.ndarray
+    pes: np.ndarray
+    trips: np.ndarray
+    choices: np.ndarray  # (S, 6, len(_SPLITS)) DRAM-level loop counts tried per block dim
 
 
 _IDX = {d: i for i, d in enumerate(DIMS)}
+_SPLITS = (0.0, 0.5, 1.0)  # DRAM-level loop counts tried per dim: 1, about the square root, all
+_BIDX = [_IDX[d] for d in BLOCK_DIMS]
 
 
-def _dram_estimates(skels: list[Skeleton], arch: ArchSpec, once: bool = False) -> np.ndarray:
+def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
+    from kapla.model.evaluate import _channel_distance
+
+    layer = skels[0].layer
+    S, nd, n8 = len(skels), len(BLOCK_DIMS), len(DIMS)
+    full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
+    rows: dict = {}
+    dist_cache: dict = {}
+    div_cache: dict = {}
+    cols = []
+    for s in skels:
+        key = (id(s.partition), id(s.mapping), s.remaining)
+        row = rows.get(key)
+        if row is None:
+            m = s.mapping
+            r = s.rest
+            rest = [r[d] for d in BLOCK_DIMS]
+            mu, s0, in0, s1 = ([1] * n8 for _ in range(4))
+            for d, n in m.unit_dims.items():
+                mu[_IDX[d]] *= n
+            for st in m.stacks:
+                s0[_IDX[st.dim]] *= st.count
+            for lp in m.inner:
+                in0[_IDX[lp.dim]] *= lp.count
+            for st in s.partition.stacks:
+                s1[_IDX[st.dim]] *= st.count
+            grid = s.partition_grid
+            if grid not in dist_cache:
+                dist_cache[grid] = _channel_distance(arch, grid) if arch.node_level is not None else 0.0
+            choice = []
+            for n in rest:
+                if n not in div_cache:
+                    divs = divisors(n)
+                    pick = lambda x: min(divs, key=lambda v: (abs(math.log(v) - x), v))  # noqa: E731
+                    div_cache[n] = tuple(pick(f * math.log(n)) for f in _SPLITS)
+                choice.append(div_cache[n])
+            row = rows[key] = (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
+                               math.prod(mu) * math.prod(in0) * math.prod(rest), choice)
+        cols.append(row)
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices = (np.array(c) for c in zip(*cols))
+    shr = {k: np.ones(S, dtype=np.int64) for k in Kind}
+    for i, s in enumerate(skels):
+        for k, n in s.shr:
+            shr[k][i] = n
+    return _Arrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
+                   in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
+                   pes.astype(float), trips.astype(float), choices.astype(np.int64))
+
+
+def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
+    """Each PE and each node must load the data its block touches at least
+    once, and the layer takes at least its compute steps of static energy.
+    MAC and register energy are the same for every skeleton."""
+    layer = arr.layer
+    pe_span = arr.mu * arr.in0
+    pe_span[:, _BIDX] *= arr.rest
+    node_span = pe_span * arr.s0
+    fp_pe = _footprints(pe_span, layer)
+    fp_node = _footprints(node_span, layer)
+    systolic = arch.levels[0].same_level_transfer
+    itcn = np.zeros(len(arr.rest))
+    gbuf = np.zeros(len(arr.rest))
+    for r in tensor_roles(layer):
+        per_node = fp_node[r.kind] * r.copies
+        itcn += (per_node if systolic else fp_pe[r.kind] * r.copies * arr.pes) * arr.nodes
+        gbuf += per_node * arr.nodes
+    return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + arr.trips * arch.static_energy
+
+
+def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
     """The cheapest DRAM-level traffic of a family of analytic blockings, per skeleton.
 
     For each tensor ``T`` kept resident, the node buffer holds the smallest
@@ -217,54 +283,15 @@ def _dram_estimates(skels: list[Skeleton], arch: ArchSpec, once: bool = False) -
     back their partial sums. The energy counts DRAM words, NoC hops to the
     nearest channel and buffer-sharing rotation, and the static energy of
     DRAM-bound time; blockings that overflow the node buffer are dropped.
+    ``once``: less what fetching every tensor once would cost.
     """
-    layer = skels[0].layer
+    layer = arr.layer
     roles = tensor_roles(layer)
-    S = len(skels)
-    nd = len(BLOCK_DIMS)
-    bidx = [_IDX[d] for d in BLOCK_DIMS]
-    full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
-    rest = np.ones((S, nd), dtype=np.int64)
-    base = np.ones((S, len(DIMS)), dtype=np.int64)  # nominal node block per step of the blocking factors
-    s1 = np.ones((S, len(DIMS)), dtype=np.int64)
-    shr = {k: np.ones(S, dtype=np.int64) for k in Kind}
-    trips = np.zeros(S)
-    dist = np.zeros(S)
-    nodes = np.ones(S)
-    from kapla.model.evaluate import _channel_distance
-
-    dist_cache: dict = {}
-    for i, s in enumerate(skels):
-        m = s.mapping
-        r = s.rest
-        rest[i] = [r[d] for d in BLOCK_DIMS]
-        for d, n in m.unit_dims.items():
-            base[i, _IDX[d]] *= n
-        for st in m.stacks:
-            base[i, _IDX[st.dim]] *= st.count
-        for lp in m.inner:
-            base[i, _IDX[lp.dim]] *= lp.count
-        for st in s.partition.stacks:
-            s1[i, _IDX[st.dim]] *= st.count
-        for k, n in s.shr:
-            shr[k][i] = n
-        trips[i] = math.prod(m.unit_dims.values()) * math.prod(lp.count for lp in m.inner) * math.prod(r.values())
-        grid = s.partition_grid
-        if grid not in dist_cache:
-            dist_cache[grid] = _channel_distance(arch, grid) if arch.node_level is not None else 0.0
-        dist[i] = dist_cache[grid]
-        nodes[i] = math.prod(st.count for st in s.partition.stacks)
-    # top-level count choices per block dim: 1, ~cube root, ~square of it, all
-    choices = np.ones((S, nd, 4), dtype=np.int64)
-    cache: dict[int, tuple[int, ...]] = {}
-    for i in range(S):
-        for j in range(nd):
-            n = int(rest[i, j])
-            if n not in cache:
-                divs = divisors(n)
-                pick = lambda x: min(divs, key=lambda v: (abs(math.log(v) - x), v))  # noqa: E731
-                cache[n] = (1, pick(math.log(n) / 3), pick(2 * math.log(n) / 3), n)
-            choices[i, j] = cache[n]
+    S, nd = arr.rest.shape
+    bidx = _BIDX
+    full, rest, s1, shr, dist, nodes, trips, choices = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
+                                                         arr.trips, arr.choices)
+    base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
     cap = arch.levels[1].capacity // arch.word_bytes
     sy, sx = layer.stride
     dy, dx = layer.dilation
@@ -274,7 +301,7 @@ def _dram_estimates(skels: list[Skeleton], arch: ArchSpec, once: bool = False) -
     for T in dict.fromkeys(kinds):
         outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
         inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
-        combos = list(itertools.product(range(4), repeat=len(outer)))
+        combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
         combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
         C = combos.shape[0]
         t = np.ones((S, C, nd), dtype=np.int64)
@@ -288,8 +315,8 @@ def _dram_estimates(skels: list[Skeleton], arch: ArchSpec, once: bool = False) -
         nom = base[:, None, :] * m_factor
         c1 = np.minimum(nom, full)
         g1 = np.minimum(c1 * s1[:, None, :], full)
-        fps_c = _footprints(c1, layer, sy, sx, dy, dx)
-        fps_g = _footprints(g1, layer, sy, sx, dy, dx)
+        fps_c = _footprints(c1, layer)
+        fps_g = _footprints(g1, layer)
         words = np.zeros((S, C))
         for r in roles:
             words += -(-fps_c[r.kind] // shr[r.kind][:, None]) * r.copies
@@ -333,8 +360,8 @@ def _dram_estimates(skels: list[Skeleton], arch: ArchSpec, once: bool = False) -
             nom[:, bidx[j]] *= rest[:, j]
         c1 = np.minimum(nom, full)
         g1 = np.minimum(c1 * s1, full)
-        fps_c = _footprints(c1, layer, sy, sx, dy, dx)
-        fps_g = _footprints(g1, layer, sy, sx, dy, dx)
+        fps_c = _footprints(c1, layer)
+        fps_g = _footprints(g1, layer)
         dram = np.zeros(S)
         noc = np.zeros(S)
         rot = np.zeros(S)
@@ -361,9 +388,11 @@ def _window(out, kernel, stride, dilation, whole):
     return np.minimum(np.minimum(span, out * kernel), whole)
 
 
-def _footprints(block: np.ndarray, layer: Layer, sy: int, sx: int, dy: int, dx: int) -> dict[Kind, np.ndarray]:
+def _footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
     from kapla.dataflow.tensors import window
 
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
     n, g, c, k, y, x, s, r = (block[..., _IDX[d]] for d in "NGCKYXSR")
     rows = _window(y, s, sy, dy, window(layer.yo, layer.s, sy, dy))
     cols = _window(x, r, sx, dx, window(layer.xo, layer.r, sx, dx))
