@@ -85,3 +85,12 @@ def test_ifm_name_is_carried_into_the_scheme():
     result = KaplaIntraSolver().solve(LAYERS[1], 8, ARCH, ifm_name="prev")
     assert result.scheme.ifm_name == "prev"
     assert result.cost.valid
+
+
+@pytest.mark.parametrize("arch_name", ["multinode_4x4", "edge"])
+def test_the_solver_enumerates_the_same_skeletons_as_the_space(arch_name):
+    from kapla.solve.kapla_intra import _skeletons
+
+    arch = load_arch(arch_name)
+    for layer in LAYERS + [Layer("p", Op.POOL, c=16, k=16, h=14, w=14, s=2, r=2, stride=(2, 2), mode="max")]:
+        assert _skeletons(layer, 4, arch) == list(skeletons(layer, 4, arch))

@@ -13,6 +13,9 @@ exhaustively. The solver
    as the evaluator counts DRAM reads and writes, NoC hops and buffer-sharing
    rotation, and must fit the global buffer. DRAM energy dominates large
    layers, so a skeleton is ranked mostly by how little it must re-fetch.
+   The first ``refine`` skeletons are then re-ranked with the exact cost of
+   their best register block (the REGF level below) in place of the on-chip
+   bound.
 2. **descends level by level** on the best ``top`` skeletons
    (:func:`_descend`), from the registers up:
 
@@ -46,14 +49,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.mapping import pe_mappings
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, footprint, layer_dims, tensor_roles
-from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, LayerCost, evaluate
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
 from kapla.solve.batch import BatchEvaluator, batch_costs
-from kapla.solve.space import (BLOCK_DIMS, Blocking, Skeleton, build_scheme, coverage_ok, distinct_orders,
-                               divisors, node_partitions, sharing_options)
+from kapla.solve.space import (BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors,
+                               node_partitions, sharing_options)
 from kapla.workload.layer import Layer
 
 _BATCH_FEED = "feed" in inspect.signature(batch_costs).parameters
@@ -110,8 +112,9 @@ class KaplaIntraSolver:
 
 
 def _skeletons(layer: Layer, batch: int, arch: ArchSpec) -> list[Skeleton]:
-    """:func:`kapla.solve.space.skeletons`, with the coverage check made once
-    per partition and mapping (it does not depend on the sharing)."""
+    """The skeletons of :func:`kapla.solve.space.skeletons`, in its order, with
+    the coverage check worked out arithmetically once per partition and
+    mapping (it does not depend on the sharing)."""
     full = layer_dims(layer, batch)
     use_sharing = arch.options.buffer_sharing and arch.node_level is not None
     names = (arch.levels[0].name, arch.levels[1].name)
@@ -123,13 +126,32 @@ def _skeletons(layer: Layer, batch: int, arch: ArchSpec) -> list[Skeleton]:
         for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array):
             covered = mapping.covered()
             rest = tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)
-            probe = Skeleton(layer, batch, part, (), mapping, rest, names)
-            if not coverage_ok(build_scheme(probe, Blocking((), (), tuple(rest)))):
+            if not _covers(full, mapping, part, dict(rest)):
                 continue
             if options is None:
                 options = sharing_options(part, layer, use_sharing)
             out.extend(Skeleton(layer, batch, part, shr, mapping, rest, names) for shr in options)
     return out
+
+
+def _covers(full: dict[str, int], mapping, part, rest: dict[str, int]) -> bool:
+    """:func:`kapla.solve.space.coverage_ok` of a skeleton blocked with every
+    remaining count at the top: its blocks reach every extent and no loop
+    iteration is wholly idle (loops innermost first, as ``dim_loops``)."""
+    unit = mapping.unit_dims
+    for d in DIMS:
+        step = unit.get(d, 1)
+        counts = ([st.count for st in mapping.stacks if st.dim == d]
+                  + [lp.count for lp in reversed(mapping.inner) if lp.dim == d]
+                  + [st.count for st in part.stacks if st.dim == d]
+                  + ([rest[d]] if rest.get(d, 1) > 1 else []))
+        for count in counts:
+            if (count - 1) * step >= full[d]:
+                return False
+            step *= count
+        if step < full[d]:
+            return False
+    return True
 
 
 def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0) -> list[Skeleton]:
