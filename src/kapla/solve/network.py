@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -218,18 +218,26 @@ class Estimate:
         return all(a <= b for a, b in zip(mine, theirs)) and mine != theirs
 
 
-def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0) -> Estimate:
+def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
+             scale: Mapping[str, tuple[float, float]] | None = None) -> Estimate:
     """Every word that must cross DRAM or the NoC once, every MAC at full PE
     utilisation, weights refetched per batch group when they cannot stay in
-    the region's buffers, the pipeline's fill and drain, and static energy."""
+    the region's buffers, the pipeline's fill and drain, and static energy.
+
+    ``scale`` calibrates each layer's energy (static aside) and time by the
+    ratio of its solved single-layer cost to this estimate of it: what the
+    compulsory traffic misses (register, bus and buffer accesses, refetches,
+    idle PEs) is much the same wherever the layer runs.
+    """
     batch = net.batch
     dram_e = arch.levels[-1].access_energy
     pes = arch.pe_array[0] * arch.pe_array[1]
     places = placements(net, arch, inter)
-    energy = 0.0
+    total = 0.0
     dram_total = onchip_total = 0.0
     layer_time: dict[str, float] = {}
     for name in inter.layers:
+        energy = 0.0
         layer, place = net[name], places[name]
         feed = feed_of(inter, place, arch)
         ifm = _words(layer, batch, Kind.IFM, written=False)
@@ -251,11 +259,23 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0)
         energy += layer.loop_ops * batch * arch.mac_energy
         compute = layer.loop_ops * batch / (place.region.nodes * pes)
         layer_time[name] = max(compute, dram / arch.dram_bandwidth_words)
+        if scale is not None and name in scale:
+            energy *= scale[name][0]
+            layer_time[name] *= scale[name][1]
+        total += energy
     slot_times = [sum(layer_time[n] for n in slot) for slot in inter.slots]
     longest = max(slot_times)
     seg_time = max(longest + (sum(slot_times) - longest) / inter.groups, dram_total / arch.dram_bandwidth_words)
-    energy += seg_time * arch.static_energy
-    return Estimate(energy, seg_time, dram_total, onchip_total)
+    return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total)
+
+
+def calibration(net: Network, arch: ArchSpec, single: InterScheme, cost: SegmentCost,
+                reserve: int = 0) -> tuple[float, float]:
+    """(energy, time) factors from a layer's estimate alone to its solved cost."""
+    raw = estimate(net, arch, single, reserve)
+    raw_dynamic = raw.energy - raw.time * arch.static_energy
+    dynamic = cost.total_energy - cost.energy.get(STATIC, 0.0)
+    return (dynamic / raw_dynamic if raw_dynamic > 0 else 1.0, cost.time / raw.time if raw.time > 0 else 1.0)
 
 
 def pareto(schemes: list[tuple[InterScheme, Estimate]]) -> list[tuple[InterScheme, Estimate]]:
@@ -371,7 +391,7 @@ def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progr
     of the estimates (or drop them if invalid), and repeat until the best
     chains hold only solved segments. With estimates that never exceed the
     true values this ends with the optimum of the pruned space."""
-    solved: set[InterScheme] = set()
+    solved: set[InterScheme] = set(segsolver.cache)  # already solved: true values in place
     chains: list[_Chain] = []
     for round_ in range(MAX_ROUNDS):
         chains = _top_chains(order, options, top_k)
@@ -391,7 +411,9 @@ def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progr
                 entries.pop(k)
             else:
                 entries[k] = (entries[k][0], inter, _value(objective, found[1].total_energy, found[1].time))
-    return [c for c in chains if all(i in solved for i in c.schemes)]
+    # the best chains of what was solved (true values only; the single layers always are)
+    known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
+    return _top_chains(order, known, top_k)
 
 
 def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: str = "energy", *,
@@ -457,21 +479,33 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
             options.setdefault(j, []).append((i, inter, values[inter]))
         chains = _top_chains(order, options, 1)
     else:
+        # the layers alone first: the fallback chain, and the calibration of the estimates
+        scale = {}
+        for n, inter in enumerate(singles):
+            found = segsolver.solve(inter)
+            if found is None:
+                raise no_scheme(net[inter.layers[0]], net.batch, arch)
+            stats.solved += 1
+            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], reserve if pinned else 0)
+            if progress is not None:
+                progress("solving layers", n + 1, len(singles))
         by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
         spans = {}
         for i, j, inter in all_schemes:
-            by_segment.setdefault(inter.layers, []).append((inter, estimate(net, arch, inter, reserve if pinned else 0)))
+            est = estimate(net, arch, inter, reserve if pinned else 0, scale)
+            by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
         for layers, cands in by_segment.items():
             kept = pareto(cands)
             stats.pareto += len(kept)
             i, j = spans[layers]
-            options.setdefault(j, []).extend((i, inter, e.objective(objective)) for inter, e in kept)
+            for inter, est in kept:
+                found = segsolver.cache.get(inter)
+                value = (_value(objective, found[1].total_energy, found[1].time) if found
+                         else est.objective(objective))
+                options.setdefault(j, []).append((i, inter, value))
         chains = _refine(order, options, top_k, segsolver, objective, net, arch, stats, progress)
         singles_chain = tuple(sorted(singles, key=lambda s: index[s.layers[0]]))
-        for n, inter in enumerate(singles_chain):
-            if segsolver.solve(inter) is None:
-                raise no_scheme(net[inter.layers[0]], net.batch, arch)
         chains.append(_Chain(0.0, singles_chain))
     best = None
     for chain in chains:
