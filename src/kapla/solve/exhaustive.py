@@ -13,8 +13,15 @@ skipping only what provably cannot win:
   best scheme found costs less than a skeleton's bound, that skeleton and
   all later ones are skipped.
 
-Results are cached by (layer shape, batch, hardware, objective), so repeated
-layers are solved once.
+Results are cached by (layer shape, batch, hardware, objective, feed), so
+repeated layers are solved once.
+
+With a ``feed`` (a layer inside a segment, :class:`kapla.model.evaluate.Feed`)
+every candidate is costed with it, candidates that break its constraints
+(a forwarded input or pinned weights fetched more than once, an output kept
+on chip spilling partial sums) are never chosen, and the bound charges only
+what the feed leaves (on-chip data pay the node buffer and the forwarding
+hops instead of DRAM; pinned weights pay nothing at the top).
 """
 
 from __future__ import annotations
@@ -26,16 +33,16 @@ from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
-from kapla.model.evaluate import LayerCost, evaluate
-from kapla.solve.base import IntraResult, check_objective, no_scheme
+from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.model.evaluate import FROM_DRAM, Feed, LayerCost, evaluate
+from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
 from kapla.workload.layer import Layer
 
 
-def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str) -> float:
-    """No scheme built on ``skel`` costs less than this.
+def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None = None) -> float:
+    """No scheme built on ``skel`` costs less than this (under ``feed``, if given).
 
     Energy: MAC and register energy are fixed by the layer; every node must
     receive each element of its block at least once from DRAM over at least
@@ -43,8 +50,13 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str) -> float:
     buffer must hand each element to the PE array at least once, every PE
     (systolic: every array edge) must receive its elements at least once,
     DRAM must supply every element at least once, and the layer runs at least
-    its compute steps. Latency: the compute steps.
+    its compute steps. Under a feed, data that stay on chip (a forwarded
+    input, an output kept on chip) are instead read from or written to the
+    node buffers at least once, a forwarded input crossing ``ifm_hops`` hops,
+    pinned weights cost nothing at the top, and ``dram_hops`` replaces the
+    distance to DRAM. Latency: the compute steps.
     """
+    feed = FROM_DRAM if feed is None else feed
     layer, m = skel.layer, skel.mapping
     rest = skel.rest
     span = {d: 1 for d in "NGCKYXSR"} | m.unit_dims
@@ -71,14 +83,26 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str) -> float:
     energy += ops * sum(r.copies * (2 if r.written else 1) for r in roles) * arch.levels[0].access_energy
     from kapla.model.evaluate import _channel_distance
 
-    distance = _channel_distance(arch, skel.partition_grid) if arch.node_level is not None else 0.0
+    distance = 0.0
+    if arch.node_level is not None:
+        distance = feed.dram_hops if feed.dram_hops is not None else _channel_distance(arch, skel.partition_grid)
     for r in roles:
         per_node = footprint(r.kind, group, layer) * r.copies
         per_pe = footprint(r.kind, span, layer) * r.copies
         bus = per_node if systolic else per_pe * pes
         energy += bus * nodes * arch.bus_energy
         energy += per_node * nodes * arch.levels[1].access_energy
-        energy += footprint(r.kind, full, layer) * r.copies * arch.levels[-1].access_energy
+        whole = footprint(r.kind, full, layer) * r.copies
+        if r.kind == Kind.WGT and not r.written and feed.pinned:
+            continue  # resident weights: no traffic with the top
+        forwarded = r.kind == Kind.IFM and not r.written and feed.ifm_hops is not None
+        if forwarded or (r.written and not feed.to_dram):
+            # kept on chip: read from (or left in) the node buffers at least once
+            energy += whole * arch.levels[-2].access_energy
+            if forwarded:
+                energy += whole * feed.ifm_hops * arch.hop_energy
+            continue
+        energy += whole * arch.levels[-1].access_energy
         if arch.node_level is not None:
             # outputs reach DRAM after any reduction: at least the whole tensor once
             moved = footprint(r.kind, full, layer) * r.copies if r.written else per_node * nodes / shr.get(r.kind, 1)
@@ -96,29 +120,50 @@ class ExhaustiveIntraSolver:
         self.time_budget = time_budget
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None) -> IntraResult:
+              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
         check_objective(objective)
-        scheme, cost, evaluated, seconds = _solve_cached(layer, batch, arch, objective, self.time_budget)
+        feed = FROM_DRAM if feed is None else feed
+        scheme, cost, evaluated, seconds = _solve_cached(layer, batch, arch, objective, self.time_budget, feed)
         if scheme is None:
+            if evaluated and feed != FROM_DRAM:
+                raise feed_unmet(layer, batch, arch, feed, evaluated)
             raise no_scheme(layer, batch, arch)
         if ifm_name is not None:
             scheme = LayerScheme(scheme.layer, scheme.batch, scheme.unit, scheme.levels, ifm_name=ifm_name)
-            cost = evaluate(scheme, arch)
+            cost = evaluate(scheme, arch, feed)
         return IntraResult(scheme, cost, evaluated, seconds)
 
 
+def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: int) -> NoSchemeError:
+    """The error for a layer whose every fitting scheme breaks the feed's constraints."""
+    wants = []
+    if feed.ifm_hops is not None:
+        wants.append("reads its forwarded input once")
+    if not feed.to_dram:
+        wants.append("keeps its output on chip without spilling partial sums")
+    if feed.pinned:
+        wants.append("fetches its pinned weights once")
+    return NoSchemeError(
+        f"layer '{layer.name}' cannot meet its feed constraint (batch {batch}, "
+        f"{arch.node_array[0]}x{arch.node_array[1]} nodes): none of the {evaluated} schemes searched "
+        f"that fit the buffers {' and '.join(wants) or 'meets the feed'}; "
+        "run it with its data through DRAM or give it more buffer")
+
+
 @lru_cache(maxsize=4096)
-def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None):
+def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
+                  feed: Feed = FROM_DRAM):
     start = time.perf_counter()
-    skels = sorted(skeletons(layer, batch, arch), key=lambda s: lower_bound(s, arch, objective))
+    skels = sorted(((lower_bound(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
+                   key=lambda pair: pair[0])
     best: tuple[float, LayerScheme, LayerCost] | None = None
     evaluated = 0
-    for skel in skels:
-        if best is not None and lower_bound(skel, arch, objective) >= best[0]:
+    for bound, skel in skels:
+        if best is not None and bound >= best[0]:
             break
         if budget is not None and time.perf_counter() - start > budget:
             break
-        found = enumerate_and_cost(skel, arch, objective)  # every blocking, costed in numpy batches
+        found = enumerate_and_cost(skel, arch, objective, feed=feed)  # every blocking, costed in numpy batches
         evaluated += found.evaluated
         if found.blocking is not None and (best is None or found.value < best[0]):
             scheme = build_scheme(skel, found.blocking)
@@ -126,7 +171,7 @@ def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budg
     if best is None:
         return None, None, evaluated, time.perf_counter() - start
     scheme = best[1]
-    return scheme, evaluate(scheme, arch), evaluated, time.perf_counter() - start
+    return scheme, evaluate(scheme, arch, feed), evaluated, time.perf_counter() - start
 
 
 def _blockings(skel: Skeleton, arch: ArchSpec):

@@ -1,279 +1,604 @@
 """KAPLA's intra-layer solver (Sec. IV-C, Algorithm 1): bottom-up cost descent.
 
-Skeletons (partition x sharing x PE mapping) are ranked by a lower-bound
-estimate; the first ``scan`` get a quick descent (one loop order per level)
-and the best ``top`` of those the full one:
+A skeleton (node partition x buffer sharing x PE mapping) is never blocked
+exhaustively. The solver
 
-1. **REGF caching**: starting from the PE template's unit block, repeatedly
-   enlarge the register block along one dimension by one prime factor. The
-   dimension is the one that most reduces the array-bus traffic of the
-   currently most-accessed tensor (ties broken by the second); a step is
-   taken only if it fits the register file and does not raise the cost.
-2. **GBUF caching**: the same for the node-buffer block (moving loop factors
-   from above the GBUF to between GBUF and REGF), driven by DRAM traffic.
-   As Algorithm 1 prescribes, each level is cached under each of its loop
-   orders (one per choice of innermost loop) and the best kept.
-3. **Loop orders**: every pair of innermost loops is tried on the blocks
-   found, and the descent repeated once from the best orders.
-4. **Polish**: the winner is hill-climbed by moving one prime factor between
-   the register block, the REGF-level and the GBUF-level loops, together with
-   any re-ordering of the loops, while the cost drops.
+1. **ranks the skeletons** (:func:`rank_skeletons`) by an estimate of their
+   energy: the data each PE and each node must receive at least once (array
+   bus, node buffer), plus the cheapest DRAM and NoC traffic of a small family
+   of analytic top-level blockings (:func:`_dram_estimates`). Each family
+   member keeps one tensor resident in the node buffer (its irrelevant loops
+   innermost, over the smallest blocks) and splits that tensor's own
+   dimensions over the DRAM-level loops by one of a few counts; it is costed
+   as the evaluator counts DRAM reads and writes, NoC hops and buffer-sharing
+   rotation, and must fit the global buffer. DRAM energy dominates large
+   layers, so a skeleton is ranked mostly by how little it must re-fetch.
+2. **descends level by level** on the best ``top`` skeletons
+   (:func:`_descend`), from the registers up:
 
-Blocks only ever grow while they fit, so every scheme built is valid by
-construction; the evaluator checks the winner anyway.
+   * *REGF level*: every register block (``unit`` factors) that fits the
+     register file is costed with everything else in the node buffer under
+     each choice of innermost REGF-level loop; the blocks with the least
+     array-bus and register energy go on;
+   * *GBUF level*: for each of those register blocks, every split of the
+     remaining factors between the REGF-level and the DRAM-level loops that
+     fits the node buffer is costed under every distinct loop order of both
+     levels (:func:`kapla.solve.space.distinct_orders`), in numpy batches
+     (:func:`kapla.solve.batch.batch_costs`, the evaluator's numbers);
+   * *descent*: the register block of the winner is moved by one prime
+     factor along each dimension and the GBUF level searched again, while the
+     cost drops.
+
+Every candidate is checked against both buffer capacities, and against the
+``feed`` (data kept on chip must be fetched once), before it can win; the
+winner is re-costed by the scalar evaluator with its independent validity
+check.
 """
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.tensors import Kind, footprint
-from kapla.model.evaluate import ITCN, LayerCost, evaluate
+from kapla.dataflow.mapping import pe_mappings
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, footprint, layer_dims, tensor_roles
+from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, LayerCost, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, skeletons
+from kapla.solve.batch import BatchEvaluator, batch_costs
+from kapla.solve.space import (BLOCK_DIMS, Blocking, Skeleton, build_scheme, coverage_ok, distinct_orders,
+                               divisors, node_partitions, sharing_options)
 from kapla.workload.layer import Layer
 
-
-@dataclass
-class _State:
-    unit: dict[str, int]
-    regf: dict[str, int]
-    top: dict[str, int]
-    regf_order: tuple[str, ...]
-    top_order: tuple[str, ...]
-
-    def blocking(self) -> Blocking:
-        return Blocking(tuple(self.unit.items()),
-                        tuple((d, self.regf[d]) for d in self.regf_order),
-                        tuple((d, self.top[d]) for d in self.top_order))
+_BATCH_FEED = "feed" in inspect.signature(batch_costs).parameters
+_MAX_CANDIDATES = 60_000  # per GBUF-level search; beyond it the REGF orders are thinned
 
 
 class KaplaIntraSolver:
-    """KAPLA's fast intra-layer solver: ``scan`` skeletons get a quick descent,
-    the best ``top`` of them the full one."""
+    """KAPLA's fast intra-layer solver: skeletons ranked by an estimate, the
+    best ``top`` of them searched level by level, ``units`` register blocks
+    per skeleton carried to the GBUF level."""
 
     name = "kapla"
 
-    def __init__(self, scan: int = 24, top: int = 4) -> None:
-        self.scan = scan
+    def __init__(self, top: int = 4, units: int = 3, refine: int = 40) -> None:
         self.top = top
+        self.units = units
+        self.refine = refine
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None) -> IntraResult:
+              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
         check_objective(objective)
         start = time.perf_counter()
-        skels = list(skeletons(layer, batch, arch))
-        ranked = sorted(skels, key=lambda s: estimate(s, arch))
-        evaluated = 0
-        # A quick descent (one pass, fixed loop orders) sorts the most promising
-        # skeletons; the full descent then refines the best few.
-        quick = []
-        for skel in ranked[: self.scan]:
-            found = _descend(skel, arch, objective, ifm_name, rounds=0)
-            if found is not None:
-                evaluated += found[2]
-                quick.append((found[1].objective(objective), id(skel), skel))
-        quick.sort(key=lambda item: item[:2])
-        best = None
-        for _, _, skel in quick[: self.top]:
-            found = _descend(skel, arch, objective, ifm_name)
-            if found is None:
-                continue
-            scheme, cost, n, state = found
-            evaluated += n
-            value = cost.objective(objective)
-            if best is None or value < best[0]:
-                best = (value, scheme, cost, skel, state)
-        if best is not None:
-            _, _, _, skel, state = best
-            state, scheme, cost, n = _polish(skel, state, arch, objective, ifm_name)
-            evaluated += n
-            best = (cost.objective(objective), scheme, cost)
-        if best is None:
+        feed = None if feed is None or feed == FROM_DRAM else feed
+        skels = _skeletons(layer, batch, arch)
+        if not skels:
             raise no_scheme(layer, batch, arch)
-        _, scheme, _ = best
-        cost = evaluate(scheme, arch)  # the independent check, on the winner
-        return IntraResult(scheme, cost, evaluated, time.perf_counter() - start)
+        ranked = rank_skeletons(skels, arch, self.refine)
+        evaluated = 0
+        found: list[tuple[float, int, Skeleton, Blocking]] = []
+        for i, skel in enumerate(ranked[: self.top]):
+            res = _descend(skel, arch, objective, feed, self.units)
+            evaluated += res[2]
+            if res[0] is not None:
+                found.append((res[1], i, skel, res[0]))
+        if not found and feed is not None:
+            # a feed can rule out the best-ranked skeletons; look further down
+            for i, skel in enumerate(ranked[self.top: self.top * 8], self.top):
+                res = _descend(skel, arch, objective, feed, self.units)
+                evaluated += res[2]
+                if res[0] is not None:
+                    found.append((res[1], i, skel, res[0]))
+                    break
+        found.sort(key=lambda item: item[:2])
+        for _, _, skel, blocking in found:
+            scheme = build_scheme(skel, blocking, ifm_name)
+            cost = evaluate(scheme, arch, feed or FROM_DRAM)  # the independent check, on the winner
+            evaluated += 1
+            if cost.valid:
+                return IntraResult(scheme, cost, evaluated, time.perf_counter() - start)
+        raise no_scheme(layer, batch, arch)
+
+
+# ------------------------------------------------------------------ skeletons
+
+
+def _skeletons(layer: Layer, batch: int, arch: ArchSpec) -> list[Skeleton]:
+    """:func:`kapla.solve.space.skeletons`, with the coverage check made once
+    per partition and mapping (it does not depend on the sharing)."""
+    full = layer_dims(layer, batch)
+    use_sharing = arch.options.buffer_sharing and arch.node_level is not None
+    names = (arch.levels[0].name, arch.levels[1].name)
+    out = []
+    for part in node_partitions(layer, batch, arch.node_array):
+        f = part.factors
+        node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
+        options = None
+        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array):
+            covered = mapping.covered()
+            rest = tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)
+            probe = Skeleton(layer, batch, part, (), mapping, rest, names)
+            if not coverage_ok(build_scheme(probe, Blocking((), (), tuple(rest)))):
+                continue
+            if options is None:
+                options = sharing_options(part, layer, use_sharing)
+            out.extend(Skeleton(layer, batch, part, shr, mapping, rest, names) for shr in options)
+    return out
+
+
+def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0) -> list[Skeleton]:
+    """The skeletons, most promising first: by :func:`estimates`, the first
+    ``refine`` of them re-ranked by :func:`_refined` (ties keep their order)."""
+    values = estimates(skels, arch)
+    order = [int(i) for i in np.argsort(values, kind="stable")]
+    if refine and len(arch.levels) == 3:
+        head = order[:refine]
+        dram = _dram_estimates(_arrays([skels[i] for i in head], arch), arch, once=True)
+        better = [_refined(skels[i], arch) + extra for i, extra in zip(head, dram)]
+        order = [head[j] for j in np.argsort(better, kind="stable")] + order[refine:]
+    return [skels[i] for i in order]
+
+
+def _refined(skel: Skeleton, arch: ArchSpec) -> float:
+    """The energy of the skeleton's best register block (REGF level of the
+    descent) with everything else held in the node buffer: exact array-bus,
+    register and buffer traffic, each DRAM word fetched once."""
+    try:
+        ev = BatchEvaluator(skel, arch)
+    except ValueError:
+        return 0.0
+    dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
+    sp = _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), "energy", None)
+    if not dims:
+        return 0.0
+    units = _feasible_units(sp)
+    if len(units) == 0:
+        return math.inf
+    return float(_unit_costs(sp, units, total=True).min())
+
+
+def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
+    """:func:`estimate` of every skeleton, vectorised over all of them."""
+    arr = _arrays(skels, arch)
+    value = _on_chip_estimates(arr, arch)
+    if len(arch.levels) < 3:
+        return value
+    return value + _dram_estimates(arr, arch)
 
 
 def estimate(skel: Skeleton, arch: ArchSpec) -> float:
-    """A lower bound on a skeleton's energy, from its blocks alone (no blocking search).
-
-    Each PE and each node must load the data its block touches at least
-    once, DRAM data must cross the NoC to every node that needs them (once per
-    sharing group), and the layer takes at least its compute steps of static
-    energy. MAC and register energy are the same for every skeleton.
-    """
-    layer, m = skel.layer, skel.mapping
-    rest = skel.rest
-    pe_block = {d: 1 for d in "NGCKYXSR"} | m.unit_dims
-    pe_span = dict(pe_block)
-    for loop in m.inner:
-        pe_span[loop.dim] = pe_span.get(loop.dim, 1) * loop.count
-    for d, n in rest.items():
-        pe_span[d] = pe_span.get(d, 1) * n
-    node_span = dict(pe_span)
-    for st in m.stacks:
-        node_span[st.dim] = node_span.get(st.dim, 1) * st.count
-    pes = math.prod(st.count for st in m.stacks)
-    nodes = math.prod(st.count for st in skel.partition.stacks)
-    shr = dict(skel.shr)
-    itcn = gbuf = noc = 0.0
-    for kind in (Kind.IFM, Kind.WGT, Kind.OFM):
-        if kind == Kind.WGT and not layer.has_weights:
-            continue
-        itcn += footprint(kind, pe_span, layer) * pes * nodes
-        per_node = footprint(kind, node_span, layer)
-        gbuf += per_node * nodes
-        noc += per_node * nodes / shr.get(kind, 1)
-    distance = _mean_channel_distance(arch)
-    trips = math.prod(pe_block.values()) * math.prod(lp.count for lp in m.inner) * math.prod(rest.values())
-    return (itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy
-            + noc * distance * arch.hop_energy + trips * arch.static_energy)
+    """An estimate of a skeleton's energy, from its blocks and a few analytic
+    top-level blockings (no blocking search): the on-chip part of
+    :func:`_on_chip_estimates` plus the DRAM part of :func:`_dram_estimates`."""
+    return float(estimates([skel], arch)[0])
 
 
-def _mean_channel_distance(arch: ArchSpec) -> float:
+@dataclass
+class _Arrays:
+    """The numbers of many skeletons of one layer, one row each."""
+
+    layer: Layer
+    full: np.ndarray  # (8,) layer extents
+    rest: np.ndarray  # (S, 6) what blocking covers, per block dim
+    mu: np.ndarray  # (S, 8) the PE mapping's unit block
+    s0: np.ndarray  # (S, 8) PE stacks
+    in0: np.ndarray  # (S, 8) the mapping's innermost loops
+    s1: np.ndarray  # (S, 8) node stacks
+    shr: dict  # Kind -> (S,) sharing
+    dist: np.ndarray
+    nodes: np.ndarray
+    pes: np.ndarray
+    trips: np.ndarray
+    choices: np.ndarray  # (S, 6, len(_SPLITS)) DRAM-level loop counts tried per block dim
+
+
+_IDX = {d: i for i, d in enumerate(DIMS)}
+_SPLITS = (0.0, 0.5, 1.0)  # DRAM-level loop counts tried per dim: 1, about the square root, all
+_BIDX = [_IDX[d] for d in BLOCK_DIMS]
+
+
+def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
     from kapla.model.evaluate import _channel_distance
 
-    return _channel_distance(arch, arch.node_array) if arch.node_level is not None else 0.0
+    layer = skels[0].layer
+    S, nd, n8 = len(skels), len(BLOCK_DIMS), len(DIMS)
+    full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
+    rows: dict = {}
+    dist_cache: dict = {}
+    div_cache: dict = {}
+    cols = []
+    for s in skels:
+        key = (id(s.partition), id(s.mapping), s.remaining)
+        row = rows.get(key)
+        if row is None:
+            m = s.mapping
+            r = s.rest
+            rest = [r[d] for d in BLOCK_DIMS]
+            mu, s0, in0, s1 = ([1] * n8 for _ in range(4))
+            for d, n in m.unit_dims.items():
+                mu[_IDX[d]] *= n
+            for st in m.stacks:
+                s0[_IDX[st.dim]] *= st.count
+            for lp in m.inner:
+                in0[_IDX[lp.dim]] *= lp.count
+            for st in s.partition.stacks:
+                s1[_IDX[st.dim]] *= st.count
+            grid = s.partition_grid
+            if grid not in dist_cache:
+                dist_cache[grid] = _channel_distance(arch, grid) if arch.node_level is not None else 0.0
+            choice = []
+            for n in rest:
+                if n not in div_cache:
+                    divs = divisors(n)
+                    pick = lambda x: min(divs, key=lambda v: (abs(math.log(v) - x), v))  # noqa: E731
+                    div_cache[n] = tuple(pick(f * math.log(n)) for f in _SPLITS)
+                choice.append(div_cache[n])
+            row = rows[key] = (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
+                               math.prod(mu) * math.prod(in0) * math.prod(rest), choice)
+        cols.append(row)
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices = (np.array(c) for c in zip(*cols))
+    shr = {k: np.ones(S, dtype=np.int64) for k in Kind}
+    for i, s in enumerate(skels):
+        for k, n in s.shr:
+            shr[k][i] = n
+    return _Arrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
+                   in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
+                   pes.astype(float), trips.astype(float), choices.astype(np.int64))
 
 
-def _orders(dims: list[str]) -> list[tuple[str, ...]]:
-    """One order per choice of innermost loop (the others keep a fixed order)."""
+def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
+    """Each PE and each node must load the data its block touches at least
+    once, and the layer takes at least its compute steps of static energy.
+    MAC and register energy are the same for every skeleton."""
+    layer = arr.layer
+    pe_span = arr.mu * arr.in0
+    pe_span[:, _BIDX] *= arr.rest
+    node_span = pe_span * arr.s0
+    fp_pe = _footprints(pe_span, layer)
+    fp_node = _footprints(node_span, layer)
+    systolic = arch.levels[0].same_level_transfer
+    itcn = np.zeros(len(arr.rest))
+    gbuf = np.zeros(len(arr.rest))
+    for r in tensor_roles(layer):
+        per_node = fp_node[r.kind] * r.copies
+        itcn += (per_node if systolic else fp_pe[r.kind] * r.copies * arr.pes) * arr.nodes
+        gbuf += per_node * arr.nodes
+    return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + arr.trips * arch.static_energy
+
+
+def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
+    """The cheapest DRAM-level traffic of a family of analytic blockings, per skeleton.
+
+    For each tensor ``T`` kept resident, the node buffer holds the smallest
+    blocks along the dimensions ``T`` does not index (their loops innermost)
+    and ``T``'s own dimensions are split over the DRAM-level loops by 1, about
+    the cube root, about its square, or all of what is left. A tensor is
+    re-fetched by every loop outside its innermost relevant one; outputs read
+    back their partial sums. The energy counts DRAM words, NoC hops to the
+    nearest channel and buffer-sharing rotation, and the static energy of
+    DRAM-bound time; blockings that overflow the node buffer are dropped.
+    ``once``: less what fetching every tensor once would cost.
+    """
+    layer = arr.layer
+    roles = tensor_roles(layer)
+    S, nd = arr.rest.shape
+    bidx = _BIDX
+    full, rest, s1, shr, dist, nodes, trips, choices = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
+                                                         arr.trips, arr.choices)
+    base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
+    cap = arch.levels[1].capacity // arch.word_bytes
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    kinds = [r.kind for r in roles]
+    best = np.full(S, np.inf)
+    varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
+    for T in dict.fromkeys(kinds):
+        outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
+        inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
+        combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
+        combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
+        C = combos.shape[0]
+        t = np.ones((S, C, nd), dtype=np.int64)
+        for jj, j in enumerate(outer):
+            t[:, :, j] = choices[:, j, :][:, combos[:, jj]]
+        for j in inner:
+            t[:, :, j] = rest[:, None, j]
+        m_factor = np.ones((S, C, len(DIMS)), dtype=np.int64)
+        for j in range(nd):
+            m_factor[:, :, bidx[j]] = rest[:, None, j] // t[:, :, j]
+        nom = base[:, None, :] * m_factor
+        c1 = np.minimum(nom, full)
+        g1 = np.minimum(c1 * s1[:, None, :], full)
+        fps_c = _footprints(c1, layer)
+        fps_g = _footprints(g1, layer)
+        words = np.zeros((S, C))
+        for r in roles:
+            words += -(-fps_c[r.kind] // shr[r.kind][:, None]) * r.copies
+        # loop order: T's dims (outer) in BLOCK_DIMS order, then the others
+        order = outer + inner
+        tt = t[:, :, order]  # (S, C, L)
+        cum = np.cumprod(tt, axis=2)
+        dram = np.zeros((S, C))
+        noc = np.zeros((S, C))
+        rot = np.zeros((S, C))
+        for r in roles:
+            rel = np.array([BLOCK_DIMS[j] in RELEVANT[r.kind] for j in order], dtype=bool)
+            looping = (tt > 1) & rel[None, None, :]
+            L = len(order)
+            if L:
+                pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
+                reload = np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0],
+                                  1)
+            else:
+                reload = np.ones((S, C), dtype=np.int64)
+            distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
+            group_words = fps_g[r.kind] * reload * r.copies
+            node_words = fps_c[r.kind] * reload * r.copies * nodes[:, None]
+            if r.written:
+                first = fps_g[r.kind] * distinct * r.copies
+                dram += 2 * group_words - first
+                noc += (2 * group_words - first) * dist[:, None]
+            else:
+                k_shr = shr[r.kind][:, None]
+                dram += group_words
+                noc += node_words / k_shr * dist[:, None]
+                rot += node_words * (k_shr - 1) / k_shr
+        energy = (dram * arch.levels[-1].access_energy + (noc + rot) * arch.hop_energy
+                  + 2 * rot * arch.levels[1].access_energy
+                  + np.maximum(dram / arch.dram_bandwidth_words - trips[:, None], 0) * arch.static_energy)
+        energy = np.where(words <= cap, energy, np.inf)
+        best = np.minimum(best, energy.min(axis=1))
+    if once:  # less what fetching every tensor once would cost
+        nom = base.copy()
+        for j in range(nd):
+            nom[:, bidx[j]] *= rest[:, j]
+        c1 = np.minimum(nom, full)
+        g1 = np.minimum(c1 * s1, full)
+        fps_c = _footprints(c1, layer)
+        fps_g = _footprints(g1, layer)
+        dram = np.zeros(S)
+        noc = np.zeros(S)
+        rot = np.zeros(S)
+        for r in roles:
+            dram += fps_g[r.kind] * r.copies
+            if r.written:
+                noc += fps_g[r.kind] * r.copies * dist
+            else:
+                node_words = fps_c[r.kind] * r.copies * nodes
+                noc += node_words / shr[r.kind] * dist
+                rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
+        best = best - (dram * arch.levels[-1].access_energy + (noc + rot) * arch.hop_energy
+                       + 2 * rot * arch.levels[1].access_energy
+                       + np.maximum(dram / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
+    # a skeleton none of whose analytic blockings fits still gets ranked (last)
+    finite = np.isfinite(best)
+    if not finite.all():
+        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * 4 + 1.0)
+    return best
+
+
+def _window(out, kernel, stride, dilation, whole):
+    span = (out - 1) * stride + (kernel - 1) * dilation + 1
+    return np.minimum(np.minimum(span, out * kernel), whole)
+
+
+def _footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
+    from kapla.dataflow.tensors import window
+
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    n, g, c, k, y, x, s, r = (block[..., _IDX[d]] for d in "NGCKYXSR")
+    rows = _window(y, s, sy, dy, window(layer.yo, layer.s, sy, dy))
+    cols = _window(x, r, sx, dx, window(layer.xo, layer.r, sx, dx))
+    return {Kind.WGT: g * k * c * s * r, Kind.OFM: n * g * k * y * x, Kind.IFM: n * g * c * rows * cols}
+
+
+# ------------------------------------------------------------------ descent
+
+
+@dataclass
+class _Space:
+    """One skeleton's blocking search: its dims, remaining counts and order tables."""
+
+    skel: Skeleton
+    arch: ArchSpec
+    ev: BatchEvaluator
+    dims: tuple[str, ...]
+    rest: np.ndarray
+    objective: str
+    feed: Feed | None
+    evaluated: int = 0
+
+    def orders(self, counts: np.ndarray) -> np.ndarray:
+        """Every distinct loop order of the looping dims, as full column permutations
+        (dims of count 1 outermost)."""
+        key = tuple(bool(c > 1) for c in counts)
+        kinds = tuple(sorted({r.kind for r in tensor_roles(self.skel.layer)}))
+        table = _ORDERS.setdefault((kinds, self.dims), {})
+        perms = table.get(key)
+        if perms is None:
+            looping = tuple(d for d, on in zip(self.dims, key) if on)
+            still = [j for j, on in enumerate(key) if not on]
+            col = {d: j for j, d in enumerate(self.dims)}
+            perms = np.array([still + [col[d] for d in o] for o in distinct_orders(self.skel.layer, looping)],
+                             dtype=np.int64).reshape(-1, len(self.dims))
+            table[key] = perms
+        return perms
+
+    def costs(self, units, mids, rows, o1, o2):
+        self.evaluated += len(rows)
+        kwargs = {"feed": self.feed} if (_BATCH_FEED and self.feed is not None) else {}
+        return batch_costs(self.skel, self.arch, units, mids, None, o1, o2, self.objective, self.dims, rows,
+                           **kwargs)
+
+
+_ORDERS: dict = {}
+
+
+def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int):
+    """Bottom-up search of one skeleton: (best blocking or None, its objective, candidates costed)."""
+    try:
+        ev = BatchEvaluator(skel, arch)
+    except ValueError:
+        return _descend_scalar(skel, arch, objective, feed)
+    dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
+    sp = _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed)
     if not dims:
-        return [()]
-    return [tuple(d for d in dims if d != inner) + (inner,) for inner in dims]
-
-
-def _descend(skel: Skeleton, arch: ArchSpec, objective: str, ifm_name: str | None, rounds: int = 2):
-    rest = skel.rest
-    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
-    regf_cap = arch.levels[0].capacity // arch.word_bytes
-    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
-    evaluated = 0
-
-    def build(state: _State) -> LayerScheme:
-        return build_scheme(skel, state.blocking(), ifm_name)
-
-    def cost_of(scheme: LayerScheme) -> LayerCost:
-        nonlocal evaluated
-        evaluated += 1
-        return evaluate(scheme, arch, check=False)
-
-    def fits(scheme: LayerScheme) -> bool:
-        return scheme.buffer_words(0) <= regf_cap and scheme.buffer_words(1) <= gbuf_cap
-
-    orders = _orders(dims)
-    dram = arch.levels[-1].name
-    state = _State({d: 1 for d in dims}, {d: 1 for d in dims}, dict((d, rest[d]) for d in dims),
-                   orders[0], orders[0])
-    scheme = build(state)
-    if not fits(scheme):
-        return None
-    best_cost = cost_of(scheme)
-
-    def cache_level(state, field_, counts_key):
-        # Algorithm 1: at each level, try the loop orders and cache under each.
-        order_field = "regf_order" if field_ == "unit" else "top_order"
-        best = None
-        for order in (orders if rounds else orders[:1]):
-            start = _State(state.unit, state.regf, state.top, state.regf_order, state.top_order)
-            setattr(start, order_field, order)
-            s0 = build(start)
-            c0 = cost_of(s0)
-            found = _cache(start, field_, counts_key, dims, rest, build, cost_of, fits, objective, c0)
-            if best is None or found[2].objective(objective) < best[2].objective(objective):
-                best = found
-        return best
-
-    if rounds == 0:
-        for field_, counts_key in (("unit", ITCN), ("regf", dram)):
-            state, scheme, best_cost = cache_level(state, field_, counts_key)
-        return scheme, best_cost, evaluated, state
-    for round_ in range(rounds):
-        for field_, counts_key in (("unit", ITCN), ("regf", dram)):
-            state, scheme, best_cost = cache_level(state, field_, counts_key)
-        # try every pair of innermost loops on the blocks found
-        best = (best_cost.objective(objective), state, scheme, best_cost)
-        for o1 in orders:
-            for o2 in orders:
-                trial = _State(state.unit, state.regf, state.top, o1, o2)
-                s = build(trial)
-                c = cost_of(s)
-                if c.objective(objective) < best[0]:
-                    best = (c.objective(objective), trial, s, c)
-        if best[1].regf_order == state.regf_order and best[1].top_order == state.top_order and round_ == 0:
-            state, scheme, best_cost = best[1], best[2], best[3]
+        res = sp.costs(np.ones((1, 0), np.int64), np.ones((1, 0), np.int64), np.zeros(1, np.int64),
+                       np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64))
+        if res.gbuf_words[0] > ev.gbuf_cap or res.regf_words[0] > ev.regf_cap:
+            return None, math.inf, sp.evaluated
+        return _finish(sp, res, np.arange(1))
+    units = _feasible_units(sp)
+    if len(units) == 0:
+        return None, math.inf, sp.evaluated
+    chosen = _rank_units(sp, units, n_units)
+    best = (None, math.inf)
+    tried: set[tuple[int, ...]] = set()
+    frontier = [tuple(int(v) for v in u) for u in chosen]
+    for _ in range(4):
+        frontier = [u for u in dict.fromkeys(frontier) if u not in tried]
+        if not frontier:
             break
-        state, scheme, best_cost = best[1], best[2], best[3]
-    return scheme, evaluate(scheme, arch), evaluated, state
-
-
-def _cache(state: _State, field_: str, counts_key: str, dims: list[str], rest: dict[str, int], build, cost_of,
-           fits, objective: str, current: LayerCost):
-    """Grow one level's block (``unit`` or ``regf`` factors) while it fits and the cost does not rise."""
-    scheme = build(state)
-    while True:
-        counts = current.accesses.get(counts_key, {})
-        moves = []
-        for d in dims:
-            grow = getattr(state, field_)
-            # enlarge by each prime factor still left above the GBUF (2, 3, ...)
-            for factor in _primes(state.top[d]):
-                new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order,
-                             state.top_order)
-                getattr(new, field_)[d] = grow[d] * factor
-                new.top[d] = state.top[d] // factor
-                s = build(new)
-                if not fits(s):
-                    continue
-                c = cost_of(s)
-                moves.append((d, new, s, c))
-        if not moves:
-            return state, scheme, current
-        # KAPLA's rule: help the most-accessed tensor first, then the second, ...
-        ranking = sorted(counts, key=counts.get, reverse=True)
-        moves.sort(key=lambda move, ranking=ranking: tuple(
-            move[3].accesses.get(counts_key, {}).get(t, 0.0) for t in ranking) + (move[3].objective(objective),))
-        for _, new, s, c in moves:
-            if c.objective(objective) <= current.objective(objective):
-                state, scheme, current = new, s, c
-                break
+        tried.update(frontier)
+        found = _gbuf_level(sp, np.array(frontier, dtype=np.int64))
+        if found[1] < best[1] * (1 - 1e-12):
+            best = found
         else:
-            return state, scheme, current
-
-
-
-def _polish(skel: Skeleton, state: _State, arch: ArchSpec, objective: str, ifm_name: str | None):
-    """Hill-climb by moving one prime factor of a block dimension between the
-    register block, the REGF-level loops and the GBUF-level loops (orders
-    kept), while the cost drops and both buffers still fit."""
-    regf_cap = arch.levels[0].capacity // arch.word_bytes
-    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
-    scheme = build_scheme(skel, state.blocking(), ifm_name)
-    current = evaluate(scheme, arch, check=False)
-    evaluated = 1
-    for _ in range(16):
-        best = None
-        # a factor moved to another level usually wants its loop elsewhere in the order too
-        candidates = [state] + list(_factor_moves(state))
-        for moved in [c for base in candidates for c in ([base] if base is not state else []) +
-                      _order_moves(skel.layer, base)]:
-            candidate = build_scheme(skel, moved.blocking(), ifm_name)
-            if candidate.buffer_words(0) > regf_cap or candidate.buffer_words(1) > gbuf_cap:
-                continue
-            cost = evaluate(candidate, arch, check=False)
-            evaluated += 1
-            if cost.objective(objective) < (best[2] if best else current).objective(objective) * (1 - 1e-12):
-                best = (moved, candidate, cost)
-        if best is None:
             break
-        state, scheme, current = best
-    return state, scheme, current, evaluated
+        # descent on the register block: one prime factor more or less along each dim
+        u = best[0].unit_key
+        frontier = _unit_moves(sp, u)
+    if best[0] is None:
+        return None, math.inf, sp.evaluated
+    return best[0].blocking, best[1], sp.evaluated
+
+
+@dataclass
+class _Found:
+    blocking: Blocking
+    unit_key: tuple[int, ...]
+
+
+def _finish(sp: _Space, res, idx):
+    i = int(idx[np.argmin(res.objective[idx])])
+    value = float(res.objective[i])
+    if not math.isfinite(value):
+        return None, math.inf, sp.evaluated
+    return res.blocking(i), value, sp.evaluated
+
+
+def _feasible_units(sp: _Space) -> np.ndarray:
+    """Every register block (unit factors) that fits the register file, grown dim by dim."""
+    ev = sp.ev
+    units = np.ones((1, len(sp.dims)), dtype=np.int64)
+    for j, n in enumerate(sp.rest):
+        divs = np.array(divisors(int(n)), dtype=np.int64)
+        grown = np.repeat(units, len(divs), axis=0)
+        grown[:, j] = np.tile(divs, len(units))
+        fits = ev.buffer_words(ev.unit_tile(sp.dims, grown), 0) <= ev.regf_cap
+        units = grown[fits]
+    return units
+
+
+def _unit_costs(sp: _Space, units: np.ndarray, total: bool = False) -> np.ndarray:
+    """Each register block's array-bus and register energy (``total``: its
+    whole energy) with everything else in the node buffer, under the best
+    choice of innermost REGF-level loop."""
+    arch = sp.arch
+    nd = len(sp.dims)
+    mids = sp.rest[None, :] // units
+    F = len(units)
+    rows = np.repeat(np.arange(F), nd)
+    o1 = np.array([[j for j in range(nd) if j != i] + [i] for i in range(nd)] * F, dtype=np.int64)
+    o2 = np.tile(np.arange(nd), (len(rows), 1))
+    res = batch_costs(sp.skel, arch, units, mids, None, o1, o2, "energy", sp.dims, rows)
+    sp.evaluated += len(rows)
+    if total:
+        low = res.energy
+    else:
+        low = res.accesses[ITCN] * arch.bus_energy + res.accesses[arch.levels[0].name] * arch.levels[0].access_energy
+    return low.reshape(F, nd).min(axis=1)
+
+
+def _rank_units(sp: _Space, units: np.ndarray, n: int) -> np.ndarray:
+    """REGF level: the ``n`` register blocks with the least array-bus and
+    register energy (:func:`_unit_costs`)."""
+    if len(units) <= n:
+        return units
+    return units[np.argsort(_unit_costs(sp, units), kind="stable")[:n]]
+
+
+def _unit_moves(sp: _Space, u: tuple[int, ...]) -> list[tuple[int, ...]]:
+    out = []
+    ev = sp.ev
+    for j, n in enumerate(sp.rest):
+        for p in _primes(int(n)):
+            for new in (u[j] * p, u[j] // p if u[j] % p == 0 else 0):
+                if new < 1 or n % new:
+                    continue
+                cand = list(u)
+                cand[j] = new
+                out.append(tuple(cand))
+    if not out:
+        return out
+    arr = np.array(out, dtype=np.int64)
+    fits = ev.buffer_words(ev.unit_tile(sp.dims, arr), 0) <= ev.regf_cap
+    return [out[i] for i in np.flatnonzero(fits)]
+
+
+def _gbuf_level(sp: _Space, units: np.ndarray):
+    """GBUF level: for each register block, every REGF/DRAM split of the
+    remaining factors that fits the node buffer, under every distinct loop
+    order of both levels."""
+    ev = sp.ev
+    nd = len(sp.dims)
+    all_u, all_m = [], []
+    for u in units:
+        left = sp.rest // u
+        mids = np.array(list(itertools.product(*(divisors(int(v)) for v in left))), dtype=np.int64).reshape(-1, nd)
+        uu = np.repeat(u[None, :], len(mids), axis=0)
+        fits = ev.buffer_words(ev.node_tile(sp.dims, uu, mids), 1) <= ev.gbuf_cap
+        all_u.append(uu[fits])
+        all_m.append(mids[fits])
+    U = np.concatenate(all_u)
+    A = np.concatenate(all_m)
+    if len(U) == 0:
+        return None, math.inf
+    tops = sp.rest[None, :] // (U * A)
+    per1 = [sp.orders(a) for a in A]
+    per2 = [sp.orders(t) for t in tops]
+    total = sum(len(p1) * len(p2) for p1, p2 in zip(per1, per2))
+    if total > _MAX_CANDIDATES:
+        # too many: REGF-level orders by one choice of innermost loop only
+        per1 = [_innermost_orders(a, nd) for a in A]
+    rows, o1, o2 = [], [], []
+    for f, (p1, p2) in enumerate(zip(per1, per2)):
+        n1, n2 = len(p1), len(p2)
+        rows.append(np.full(n1 * n2, f, dtype=np.int64))
+        o1.append(np.repeat(p1, n2, axis=0))
+        o2.append(np.tile(p2, (n1, 1)))
+    rows = np.concatenate(rows)
+    res = sp.costs(U, A, rows, np.concatenate(o1), np.concatenate(o2))
+    i = res.best()
+    value = float(res.objective[i])
+    if not math.isfinite(value):
+        return None, math.inf
+    return _Found(res.blocking(i), tuple(int(v) for v in U[rows[i]])), value
+
+
+def _innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
+    looping = [j for j in range(nd) if counts[j] > 1]
+    still = [j for j in range(nd) if counts[j] <= 1]
+    if not looping:
+        return np.arange(nd)[None, :]
+    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
 
 
 def _primes(n: int) -> list[int]:
@@ -289,30 +614,43 @@ def _primes(n: int) -> list[int]:
     return out
 
 
-def _factor_moves(state: _State):
-    for d in state.unit:
-        places = {"unit": state.unit, "regf": state.regf, "top": state.top}
-        for src, table in places.items():
-            for p in _primes(table[d]):
-                for dst in places:
-                    if dst == src:
-                        continue
-                    new = _State(dict(state.unit), dict(state.regf), dict(state.top), state.regf_order,
-                                 state.top_order)
-                    getattr(new, src)[d] //= p
-                    getattr(new, dst)[d] *= p
-                    yield new
+# ------------------------------------------------------------------ hardware without a batch evaluator
 
 
-def _order_moves(layer: Layer, state: _State) -> list[_State]:
-    """The same blocks under every distinct pair of loop orders of their non-trivial loops."""
-    regf_dims = tuple(d for d in state.regf_order if state.regf[d] > 1)
-    top_dims = tuple(d for d in state.top_order if state.top[d] > 1)
-    out = []
-    for o1 in distinct_orders(layer, regf_dims):
-        for o2 in distinct_orders(layer, top_dims):
-            regf_order = o1 + tuple(d for d in state.regf_order if d not in o1)
-            top_order = o2 + tuple(d for d in state.top_order if d not in o2)
-            if (regf_order, top_order) != (state.regf_order, state.top_order):
-                out.append(_State(state.unit, state.regf, state.top, regf_order, top_order))
-    return out
+def _descend_scalar(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None):
+    """For hardware the batch evaluator does not model (not REGF, GBUF, DRAM):
+    the same levels, costed one scheme at a time with a greedy descent."""
+    rest = skel.rest
+    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
+    regf_cap = arch.levels[0].capacity // arch.word_bytes
+    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    unit = {d: 1 for d in dims}
+    mid = {d: 1 for d in dims}
+    evaluated = 0
+
+    def cost(u, a, o1, o2):
+        nonlocal evaluated
+        blocking = Blocking(tuple(u.items()), tuple((d, a[d]) for d in o1),
+                            tuple((d, rest[d] // (u[d] * a[d])) for d in o2))
+        scheme = build_scheme(skel, blocking)
+        if scheme.buffer_words(0) > regf_cap or scheme.buffer_words(1) > gbuf_cap:
+            return math.inf, blocking
+        evaluated += 1
+        return evaluate(scheme, arch, feed or FROM_DRAM, check=False).objective(objective), blocking
+
+    best = cost(unit, mid, dims, dims)
+    improved = True
+    while improved:
+        improved = False
+        for table in (unit, mid):
+            for d in dims:
+                for p in _primes(rest[d] // (unit[d] * mid[d])):
+                    table[d] *= p
+                    trial = cost(unit, mid, dims, dims)
+                    if trial[0] < best[0]:
+                        best, improved = trial, True
+                    else:
+                        table[d] //= p
+    if not math.isfinite(best[0]):
+        return None, math.inf, evaluated
+    return best[1], best[0], evaluated
