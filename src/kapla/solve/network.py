@@ -36,9 +36,11 @@ segment costs add up.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Callable, Iterable, Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -304,6 +306,7 @@ class SegmentSolver:
     solver: IntraSolver
     objective: str
     reserve: int = 0
+    pool: Executor | None = None
     layer_cache: dict = field(default_factory=dict)
     cache: dict = field(default_factory=dict)
 
@@ -326,9 +329,25 @@ class SegmentSolver:
         self.cache[inter] = found
         return found
 
-    def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
+    def prefetch(self, inters: Iterable[InterScheme]) -> None:
+        """Solve the layers these schemes need that are not cached yet, in the pool if there is one."""
+        jobs = {}
+        for inter in inters:
+            if inter in self.cache:
+                continue
+            for place in placements(self.net, self.arch, inter).values():
+                key, local, feed = self._key(inter, place)
+                if key not in self.layer_cache and key not in jobs:
+                    jobs[key] = (self.solver, key, local, self.objective, feed)
+        if self.pool is not None and len(jobs) > 1:
+            for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values())):
+                self.layer_cache[key] = scheme
+        else:
+            for key, job in jobs.items():
+                self.layer_cache[key] = _solve_layer(job)
+
+    def _key(self, inter: InterScheme, place: LayerPlacement):
         layer = self.net[place.layer]
-        ifm_name = "+".join(self.net.producers(layer.name)) or None
         feed = feed_of(inter, place, self.arch)
         reserve = self.reserve if inter.pinned else 0
         # The scheme is chosen for where the data come from and go to, not for the
@@ -337,24 +356,32 @@ class SegmentSolver:
         # then costed with the true distances.
         canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
                          pinned=feed.pinned)
-        plain = canonical == Feed()
         key = (shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
+        rows, cols = place.region.shape
+        local = self.arch.with_node_region(rows, cols)
+        if reserve:
+            gbuf = local.levels[1]
+            local = local.with_level(gbuf.name, capacity=gbuf.capacity - reserve * local.word_bytes)
+        return key, local, None if canonical == Feed() else canonical
+
+    def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
+        layer = self.net[place.layer]
+        key, local, feed = self._key(inter, place)
         if key not in self.layer_cache:
-            rows, cols = place.region.shape
-            local = self.arch.with_node_region(rows, cols)
-            if reserve:
-                gbuf = local.levels[1]
-                local = local.with_level(gbuf.name, capacity=gbuf.capacity - reserve * local.word_bytes)
-            try:
-                kwargs = {} if plain else {"feed": canonical}
-                result = self.solver.solve(key[0], key[1], local, self.objective, **kwargs)
-                self.layer_cache[key] = result.scheme
-            except NoSchemeError:
-                self.layer_cache[key] = None
+            self.layer_cache[key] = _solve_layer((self.solver, key, local, self.objective, feed))
         generic = self.layer_cache[key]
         if generic is None:
             return None
-        return outer_batch(generic, layer, inter.groups, ifm_name)
+        return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
+
+
+def _solve_layer(job) -> LayerScheme | None:
+    solver, key, local, objective, feed = job
+    try:
+        kwargs = {} if feed is None else {"feed": feed}  # outside a segment: the solvers' own default
+        return solver.solve(key[0], key[1], local, objective, **kwargs).scheme
+    except NoSchemeError:
+        return None
 
 
 # ---------------------------------------------------------------- the search
@@ -383,7 +410,7 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
     return best[-1] if order else []
 
 
-MAX_ROUNDS = 12
+MAX_ROUNDS = 6
 
 
 def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progress) -> list[_Chain]:
@@ -398,6 +425,7 @@ def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progr
         todo = list(dict.fromkeys(i for chain in chains for i in chain.schemes if i not in solved))
         if not todo:
             break
+        segsolver.prefetch(todo)
         for n, inter in enumerate(todo):
             found = segsolver.solve(inter)
             solved.add(inter)
@@ -418,12 +446,14 @@ def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progr
 
 def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: str = "energy", *,
                      top_k: int = 4, exhaustive: bool = False, time_budget: float | None = None,
-                     progress: Progress | None = None) -> ScheduleResult:
+                     progress: Progress | None = None, jobs: int | None = None) -> ScheduleResult:
     """Schedule ``net`` on ``arch``: segments, their inter-layer schemes and every layer's scheme.
 
     ``exhaustive`` solves every valid inter-layer scheme (the baseline);
     otherwise KAPLA's pruning and top-``top_k`` DP decide which to solve.
-    ``time_budget`` (seconds) bounds the exhaustive search.
+    ``time_budget`` (seconds) bounds the exhaustive search. ``jobs`` worker
+    processes solve layers in parallel (default: one per CPU, at most 4); the
+    result does not depend on it.
     """
     check_objective(objective)
     if top_k < 1:
@@ -433,19 +463,26 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     runs = [False] + ([True] if reserve is not None else [])
     best = None
     stats = PruneStats()
-    for pinned in runs:
-        found = _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress,
-                        pinned, reserve or 0, stats)
-        if best is None or found[0] < best[0]:
-            best = found
+    jobs = min(os.cpu_count() or 1, 4) if jobs is None else jobs
+    pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
+    try:
+        for pinned in runs:
+            found = _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress,
+                            pinned, reserve or 0, stats, pool)
+            if best is None or found[0] < best[0]:
+                best = found
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     _, chain, seg_results, pinned = best
     return _result(net, arch, solver, objective, chain, seg_results, pinned, stats, time.perf_counter() - start)
 
 
-def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress, pinned, reserve, stats):
+def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress, pinned, reserve, stats,
+            pool):
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
-    segsolver = SegmentSolver(net, arch, solver, objective, reserve)
+    segsolver = SegmentSolver(net, arch, solver, objective, reserve, pool)
     options: dict[int, list[tuple[int, InterScheme, float]]] = {}
     singles = []
     plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
@@ -467,6 +504,8 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 raise SearchBudgetExceeded(
                     f"the exhaustive network search of '{net.name}' ran out of its {time_budget:g} s budget "
                     f"after {n} of {len(all_schemes)} inter-layer schemes")
+            if n % 8 == 0:  # in small batches, so the budget is checked often
+                segsolver.prefetch(inter for _, _, inter in all_schemes[n: n + 8])
             found = segsolver.solve(inter)
             stats.solved += 1
             if progress is not None:
@@ -481,6 +520,7 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
     else:
         # the layers alone first: the fallback chain, and the calibration of the estimates
         scale = {}
+        segsolver.prefetch(singles)
         for n, inter in enumerate(singles):
             found = segsolver.solve(inter)
             if found is None:
