@@ -25,7 +25,11 @@ def test_schedule_json_has_the_promised_fields(tmp_path):
     assert data["valid"] and data["energy_j"] == sum(data["breakdown"].values())
     assert [layer["name"] for layer in data["layers"]] == ["fc1", "fc2", "fc3"]
     assert all(layer["directives"].startswith(f"layer {layer['name']} batch=8:") for layer in data["layers"])
-    assert data["time_cycles"] == sum(layer["time_cycles"] for layer in data["layers"])
+    assert sorted(name for seg in data["segments"] for name in seg) == ["fc1", "fc2", "fc3"]
+    assert all("region" in layer and layer["valid"] for layer in data["layers"])
+    # the network's time is its segments' (layers of a segment overlap)
+    assert data["time_cycles"] == sum(seg["time_cycles"] for seg in data["segment_details"])
+    assert data["inter_layer_schemes"]["solved"] >= 3
 
 
 def test_schedule_prints_directives_breakdown_and_time():

@@ -92,3 +92,4 @@ def test_data_kept_on_chip_must_not_be_fetched_twice():
     assert evaluate(split, local).valid
     assert "partial sums of an output kept on chip" in str(evaluate(split, local, Feed(to_dram=False)).validity)
     assert evaluate(conv, local, Feed(to_dram=False)).valid
+

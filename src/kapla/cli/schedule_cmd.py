@@ -6,11 +6,10 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kapla.api import SOLVERS, make_solver
+from kapla.api import SOLVERS, schedule
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option
 from kapla.solve.base import OBJECTIVES
-from kapla.solve.layerwise import schedule_layerwise
 from kapla.workload.load import load_network
 
 
@@ -21,27 +20,43 @@ from kapla.workload.load import load_network
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
-@click.option("--solver", type=click.Choice(sorted(SOLVERS)), default="kapla", show_default=True)
+@click.option("--solver", type=click.Choice(sorted(SOLVERS)), default="kapla", show_default=True,
+              help="kapla: pruned inter-layer search + KAPLA intra-layer solver; exhaustive: every "
+                   "inter-layer scheme, exhaustive intra-layer search (slow; see --budget).")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="energy", show_default=True)
+@click.option("--top-k", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Segment chains KAPLA's dynamic program keeps and solves.")
+@click.option("--pipelining/--no-pipelining", default=True, show_default=True,
+              help="Let layers run together in segments (where the hardware allows).")
+@click.option("--sharing/--no-sharing", default=True, show_default=True,
+              help="Let nodes share buffered data (where the hardware allows).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Give up the exhaustive search after this long.")
 @click.option("--directives/--no-directives", default=True, show_default=True,
               help="Print each layer's directive listing.")
 @json_option
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
-                 directives: bool, json_out: str | None) -> None:
+                 top_k: int, pipelining: bool, sharing: bool, budget: float | None, directives: bool,
+                 json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
 
-    Each layer is scheduled on the whole node array, one layer at a time.
-    Prints the directives of every layer, the energy breakdown and the time;
-    --json writes the same as one JSON object.
+    Finds the segments (layers that run together, pipelined, with on-chip
+    forwarding), where each layer runs and every layer's dataflow. Prints the
+    directives of every layer, the segments, a per-layer summary, the energy
+    breakdown and the time; --json writes the same as one JSON object.
     """
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
-        task = bar.add_task(f"scheduling {network.name}", total=len(network))
-        result = schedule_layerwise(network, arch, make_solver(solver), objective,
-                                    progress=lambda name: bar.update(task, advance=1, description=name))
+        task = bar.add_task(f"scheduling {network.name}", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
+
+        result = schedule(network, arch, solver=solver, objective=objective, top_k=top_k, pipelining=pipelining,
+                          buffer_sharing=sharing, time_budget=budget, progress=progress)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
@@ -49,17 +64,39 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     if directives:
         for lr in result.layers:
             console.print(lr.to_dict()["directives"], markup=False, highlight=False)
+    _print_segments(result)
     table = Table(title=f"{result.network} on {result.arch} ({'training' if result.training else 'inference'}, "
                         f"batch {result.batch}, solver {result.solver}, objective {result.objective})")
-    for col in ("layer", "energy (mJ)", "time (cycles)", "DRAM words", "valid"):
-        table.add_column(col, justify="left" if col == "layer" else "right")
+    for col in ("layer", "segment", "nodes", "energy (mJ)", "time (cycles)", "DRAM words", "valid"):
+        table.add_column(col, justify="left" if col in ("layer", "nodes") else "right")
+    segment_of = {name: i for i, seg in enumerate(result.segments) for name in seg}
     for lr in result.layers:
         dram = sum(lr.cost.accesses.get(arch.levels[-1].name, {}).values())
-        table.add_row(lr.name, f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{dram:,.0f}",
+        (r0, c0), (rows, cols) = lr.region
+        table.add_row(lr.name, str(segment_of[lr.name]), f"{rows}x{cols}@{r0},{c0}",
+                      f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{dram:,.0f}",
                       "yes" if lr.cost.valid else "NO")
     console.print(table)
     parts = "  ".join(f"{k} {v * 1e3:.3f}" for k, v in result.energy.items())
     console.print(f"energy {result.energy_j * 1e3:.3f} mJ ({parts} mJ)")
+    if result.extra.get("pinned"):
+        console.print(f"weights pinned on chip (loaded once before the runs: "
+                      f"{result.extra['pinned_load_j'] * 1e3:.3f} mJ, not included)")
+    counts = result.extra.get("inter_layer_schemes")
+    if counts:
+        console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}")
+
+
+def _print_segments(result) -> None:
+    details = result.extra.get("segment_details", [])
+    table = Table(title="segments")
+    for col in ("#", "layers", "layout", "batch groups", "energy (mJ)", "time (cycles)"):
+        table.add_column(col, justify="left" if col in ("layers", "layout") else "right")
+    for i, seg in enumerate(details):
+        slots = " | ".join(" ".join(slot) for slot in seg["slots"])
+        table.add_row(str(i), slots, seg["layout"], str(seg["groups"]), f"{seg['energy_j'] * 1e3:.3f}",
+                      f"{seg['time_cycles']:,.0f}")
+    console.print(table)

@@ -11,6 +11,10 @@ finished its first piece. For a chain of slots with times ``T_s`` that gives
 ``max T_s + (sum T_s - max T_s) / groups`` (the fill and drain of the
 pipeline), and never less than the DRAM time all layers need together (they
 share the DRAM bandwidth). Static energy is the chip's, over that time.
+
+A forwarded fmap waits in the buffers of the region that consumes it: one
+piece of it (the whole fmap over ``groups``) must fit beside the consumer's
+own blocks there.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import Region, SegmentScheme
+from kapla.dataflow.tensors import footprint
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
 from kapla.model.validity import Validity
 
@@ -35,6 +41,12 @@ class SegmentCost(CostTotals):
 def dram_distance(arch: ArchSpec, region: Region) -> float:
     """Mean Manhattan hops from the nodes of ``region`` to their nearest DRAM channel."""
     return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
+
+
+def output_words(scheme: LayerScheme) -> int:
+    """Words of the fmap ``scheme``'s layer writes, over its whole batch."""
+    dims = scheme.dims
+    return sum(footprint(r.kind, dims, scheme.layer) * r.copies for r in scheme.roles if r.written)
 
 
 def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
@@ -54,6 +66,12 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
         cost = evaluate(scheme, local, feed)
         costs[name] = cost
         reasons.extend(cost.validity.reasons)
+        if place.onchip_inputs and cost.valid and len(arch.levels) >= 3:
+            piece = sum(output_words(segment.schemes[p]) for p in place.onchip_inputs) / segment.groups
+            free = (local.levels[1].capacity // local.word_bytes - scheme.buffer_words(1)) * place.region.nodes
+            if piece > free:
+                reasons.append(f"{name}: a forwarded piece of {piece:,.0f} words does not fit the "
+                               f"{free:,} words of {arch.levels[1].name} left in its region")
     if reasons:
         return SegmentCost(costs, Validity(tuple(reasons)))
     slot_times = [sum(costs[n].time for n in slot) for slot in segment.slots]

@@ -1,0 +1,138 @@
+"""Whole networks with KAPLA (and the exhaustive baseline where it finishes), and nn_dataflow's reference cases.
+
+Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
+                                  [--budget SECONDS] [--no-reference] [--no-exhaustive]
+
+Part 1 schedules each network on the `multinode` preset at batch 64 with
+KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
+and training, and prints energy, time, solver seconds and the inter-layer
+schemes considered / valid / Pareto-optimal / solved (the paper's Table VI).
+The exhaustive baseline (every inter-layer scheme, exhaustive intra-layer
+search) runs with a time budget per network; where it finishes, KAPLA's
+overhead against it is printed, else '-'.
+
+Part 2 schedules the two cases of shared/reference/nn_dataflow_results.md
+with the same hardware and options and prints kapla's energy, time and
+per-level access counts beside the reference, with their ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+import kapla
+from kapla.solve.network import SearchBudgetExceeded
+
+NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_l", "lstm_l")
+
+# shared/reference/nn_dataflow_results.md, copied as published figures
+REFERENCE = {
+    "alexnet": dict(
+        title="AlexNet, layer by layer, no buffer sharing",
+        options=dict(pipelining=False, buffer_sharing=False),
+        energy=0.353926, time=20214080,
+        parts={"MAC": 0.04636, "memory": 0.2513, "NoC": 0.0305, "static": 0.02573},
+        accesses={"DRAM": 517480448.0, "GBUF": 2647179264.0, "ITCN": 11211792384.0, "REGF": 185659762688.0},
+        noc=3.12451e09),
+    "mlp_s": dict(
+        title="MLP-S, full TANGRAM (sharing, pipelining, ALLO)",
+        options=dict(),
+        energy=0.000121526, time=2688,
+        parts={"MAC": 3.319e-05, "memory": 6.845e-05, "NoC": 1.646e-05, "static": 3.421e-06},
+        accesses={"DRAM": 51456.0, "GBUF": 1163008.0, "ITCN": 19470312.0, "REGF": 132992000.0},
+        noc=1.68646e06),
+}
+
+
+def level_totals(result) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for lr in result.layers:
+        for level, tensors in lr.cost.accesses.items():
+            out[level] = out.get(level, 0.0) + sum(tensors.values())
+    return out
+
+
+def part_one(console: Console, nets, modes, budget, exhaustive: bool) -> None:
+    table = Table(title="whole networks on multinode, batch 64")
+    for col in ("network", "mode", "KAPLA mJ", "time (Mcycles)", "KAPLA s", "segments", "considered", "valid",
+                "pareto", "solved", "exhaustive mJ", "exh s", "overhead"):
+        table.add_column(col, justify="left" if col in ("network", "mode") else "right")
+    overheads = []
+    for name in nets:
+        for mode in modes:
+            training = mode == "training"
+            t0 = time.perf_counter()
+            k = kapla.schedule(name, "multinode", batch=64, training=training)
+            t_k = time.perf_counter() - t0
+            assert k.valid, f"{name} {mode}: KAPLA's schedule failed the evaluator's check"
+            counts = k.extra["inter_layer_schemes"]
+            exh_e, exh_s, over = "-", "-", "-"
+            if exhaustive:
+                t0 = time.perf_counter()
+                try:
+                    e = kapla.schedule(name, "multinode", batch=64, training=training, solver="exhaustive",
+                                       time_budget=budget)
+                    assert e.valid
+                    exh_e, exh_s = f"{e.energy_j * 1e3:.3f}", f"{time.perf_counter() - t0:.0f}"
+                    overheads.append(k.energy_j / e.energy_j - 1)
+                    over = f"{overheads[-1]:+.2%}"
+                except SearchBudgetExceeded:
+                    exh_s = f">{budget:g}"
+            row = (name, mode, f"{k.energy_j * 1e3:.3f}", f"{k.time / 1e6:.3f}", f"{t_k:.1f}",
+                   str(len(k.segments)), f"{counts['considered']:,}", f"{counts['valid']:,}",
+                   f"{counts['pareto']:,}", f"{counts['solved']:,}", exh_e, exh_s, over)
+            console.print("  ".join(row), highlight=False)
+            table.add_row(*row)
+    console.print(table)
+    if overheads:
+        console.print(f"KAPLA against exhaustive where it finished: mean {statistics.mean(overheads):+.2%}, "
+                      f"worst {max(overheads):+.2%} over {len(overheads)} runs")
+
+
+def part_two(console: Console) -> None:
+    for name, ref in REFERENCE.items():
+        result = kapla.schedule(name, "multinode", batch=64, **ref["options"])
+        levels = level_totals(result)
+        energy = result.energy
+        memory = sum(v for k, v in energy.items() if k not in ("MAC", "NoC", "static"))
+        table = Table(title=f"{name}: {ref['title']} - kapla vs nn_dataflow")
+        for col in ("figure", "kapla", "nn_dataflow", "ratio"):
+            table.add_column(col, justify="left" if col == "figure" else "right")
+
+        def row(label, mine, theirs, fmt="{:,.4g}"):
+            table.add_row(label, fmt.format(mine), fmt.format(theirs), f"{mine / theirs:.3f}" if theirs else "-")
+
+        row("energy (J)", result.energy_j, ref["energy"])
+        row("  MAC (J)", energy.get("MAC", 0.0), ref["parts"]["MAC"])
+        row("  memory (J)", memory, ref["parts"]["memory"])
+        row("  NoC (J)", energy.get("NoC", 0.0), ref["parts"]["NoC"])
+        row("  static (J)", energy.get("static", 0.0), ref["parts"]["static"])
+        row("time (cycles)", result.time, ref["time"])
+        for level, words in ref["accesses"].items():
+            row(f"{level} accesses (words)", levels.get(level, 0.0), words)
+        row("NoC (word-hops)", sum(lr.cost.noc_hops for lr in result.layers), ref["noc"])
+        console.print(table)
+        console.print(f"segments: {[list(s) for s in result.segments]}; pinned: {result.extra.get('pinned')}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default=",".join(NETS))
+    parser.add_argument("--modes", default="inference,training")
+    parser.add_argument("--budget", type=float, default=120.0, help="exhaustive seconds per network")
+    parser.add_argument("--no-exhaustive", action="store_true")
+    parser.add_argument("--no-reference", action="store_true")
+    args = parser.parse_args()
+    console = Console(width=160)
+    part_one(console, args.nets.split(","), args.modes.split(","), args.budget, not args.no_exhaustive)
+    if not args.no_reference:
+        part_two(console)
+
+
+if __name__ == "__main__":
+    main()
