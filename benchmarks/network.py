@@ -1,7 +1,7 @@
 """Whole networks with KAPLA (and the exhaustive baseline where it finishes), and nn_dataflow's reference cases.
 
 Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
-                                  [--budget SECONDS] [--no-reference] [--no-exhaustive]
+                                  [--budget SECONDS] [--no-reference] [--no-exhaustive] [--sweep]
 
 Part 1 schedules each network on the `multinode` preset at batch 64 with
 KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
@@ -10,6 +10,10 @@ schemes considered / valid / Pareto-optimal / solved (the paper's Table VI).
 The exhaustive baseline (every inter-layer scheme, exhaustive intra-layer
 search) runs with a time budget per network; where it finishes, KAPLA's
 overhead against it is printed, else '-'.
+
+Part 3 (--sweep) schedules every zoo network, inference and training, on
+`multinode` and `multinode_4x4` at batch 64 and on `edge` at batch 1, and
+checks every result with the evaluator.
 
 Part 2 schedules the two cases of shared/reference/nn_dataflow_results.md
 with the same hardware and options and prints kapla's energy, time and
@@ -120,6 +124,29 @@ def part_two(console: Console) -> None:
         console.print(f"segments: {[list(s) for s in result.segments]}; pinned: {result.extra.get('pinned')}")
 
 
+def sweep(console: Console) -> None:
+    from kapla.workload.zoo import ZOO
+
+    table = Table(title="every zoo network on every preset")
+    for col in ("network", "arch", "batch", "mode", "energy mJ", "time (Mcycles)", "segments", "pinned", "s",
+                "valid"):
+        table.add_column(col, justify="left" if col in ("network", "arch", "mode") else "right")
+    failures = 0
+    for name in ZOO:
+        for arch, batch in (("multinode", 64), ("multinode_4x4", 64), ("edge", 1)):
+            for training in (False, True):
+                t0 = time.perf_counter()
+                r = kapla.schedule(name, arch, batch=batch, training=training)
+                row = (name, arch, str(batch), "training" if training else "inference", f"{r.energy_j * 1e3:.3f}",
+                       f"{r.time / 1e6:.3f}", str(len(r.segments)), "yes" if r.extra.get("pinned") else "no",
+                       f"{time.perf_counter() - t0:.1f}", "yes" if r.valid else "NO")
+                failures += not r.valid
+                console.print("  ".join(row), highlight=False)
+                table.add_row(*row)
+    console.print(table)
+    console.print(f"every schedule valid: {'yes' if not failures else f'NO ({failures} invalid)'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default=",".join(NETS))
@@ -127,8 +154,12 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=120.0, help="exhaustive seconds per network")
     parser.add_argument("--no-exhaustive", action="store_true")
     parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--sweep", action="store_true", help="only part 3: every zoo network on every preset")
     args = parser.parse_args()
     console = Console(width=160)
+    if args.sweep:
+        sweep(console)
+        return
     part_one(console, args.nets.split(","), args.modes.split(","), args.budget, not args.no_exhaustive)
     if not args.no_reference:
         part_two(console)
