@@ -210,13 +210,17 @@ class Estimate:
     time: float
     dram_words: float
     onchip_words: float
+    groups: int = 1
 
     def objective(self, name: str) -> float:
         return {"energy": self.energy, "latency": self.time, "edp": self.energy * self.time}[name]
 
     def dominates(self, other: "Estimate") -> bool:
-        mine = (self.dram_words, self.onchip_words, self.time)
-        theirs = (other.dram_words, other.onchip_words, other.time)
+        # More batch groups shorten the pipeline but shrink every block (more
+        # buffer and bus traffic), which the estimate does not see: a scheme
+        # only dominates one with at most as many groups.
+        mine = (self.dram_words, self.onchip_words, self.time, self.groups)
+        theirs = (other.dram_words, other.onchip_words, other.time, other.groups)
         return all(a <= b for a, b in zip(mine, theirs)) and mine != theirs
 
 
@@ -268,7 +272,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
     slot_times = [sum(layer_time[n] for n in slot) for slot in inter.slots]
     longest = max(slot_times)
     seg_time = max(longest + (sum(slot_times) - longest) / inter.groups, dram_total / arch.dram_bandwidth_words)
-    return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total)
+    return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total, inter.groups)
 
 
 def calibration(net: Network, arch: ArchSpec, single: InterScheme, cost: SegmentCost,
