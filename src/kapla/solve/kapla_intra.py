@@ -90,9 +90,9 @@ class KaplaIntraSolver:
             evaluated += res[2]
             if res[0] is not None:
                 found.append((res[1], i, skel, res[0]))
-        if not found and feed is not None:
-            # a feed can rule out the best-ranked skeletons; look further down
-            for i, skel in enumerate(ranked[self.top: self.top * 8], self.top):
+        if not found:
+            # the buffers or a feed can rule out the best-ranked skeletons; look further down
+            for i, skel in enumerate(ranked[self.top:], self.top):
                 res = _descend(skel, arch, objective, feed, self.units)
                 evaluated += res[2]
                 if res[0] is not None:
@@ -497,6 +497,10 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
         # descent on the register block: one prime factor more or less along each dim
         u = best[0].unit_key
         frontier = _unit_moves(sp, u)
+    ones = (1,) * len(dims)
+    if best[0] is None and ones not in tried:
+        # the smallest register block leaves the node buffer the most room
+        best = _gbuf_level(sp, np.array([ones], dtype=np.int64))
     if best[0] is None:
         return None, math.inf, sp.evaluated
     return best[0].blocking, best[1], sp.evaluated
