@@ -28,9 +28,9 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.model import evaluate
+from kapla.solve.base import shape_key
 from kapla.solve.exhaustive import ExhaustiveIntraSolver
 from kapla.solve.kapla_intra import KaplaIntraSolver
-from kapla.solve.layerwise import shape_key
 from kapla.workload.zoo import get_network
 
 NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_s", "mlp_m", "mlp_l")

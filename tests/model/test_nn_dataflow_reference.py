@@ -31,7 +31,7 @@ def fc3_scheme():
 
 
 def test_per_node_counting_reproduces_the_reference_dram_figure():
-    arch, scheme = fc3_scheme()
+    _, scheme = fc3_scheme()
     top = {t.kind: t for t in scheme_traffic(scheme)[-1].tensors}
     per_node = top[Kind.IFM].fills + top[Kind.WGT].fills + top[Kind.OFM].writebacks + top[Kind.OFM].fills
     assert per_node == REFERENCE_FC3_DRAM == 8_241_152

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
@@ -41,6 +41,11 @@ class IntraSolver(Protocol):
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
               ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult: ...
+
+
+def shape_key(layer: Layer) -> Layer:
+    """The layer with its identity removed: equal keys need equal schemes (a solver cache key)."""
+    return replace(layer, name="_", forward=None)
 
 
 def check_objective(objective: str) -> str:

@@ -35,7 +35,6 @@ segment costs add up.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -49,8 +48,7 @@ from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.segment import SegmentCost, dram_distance, evaluate_segment
-from kapla.solve.base import IntraSolver, NoSchemeError, check_objective, no_scheme
-from kapla.solve.layerwise import shape_key
+from kapla.solve.base import IntraSolver, NoSchemeError, check_objective, no_scheme, shape_key
 from kapla.solve.result import LayerResult, ScheduleResult
 from kapla.solve.segments import SegmentPlan, allocate_regions, segment_plans
 from kapla.workload.layer import Layer
