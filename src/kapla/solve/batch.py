@@ -209,6 +209,11 @@ class BatchEvaluator:
         self.s1 = np.array([math.prod(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS],
                            dtype=np.int64)
         self.inner = tuple((_DIM_INDEX[lp.dim], lp.count) for lp in m.inner)
+        # per dim, the counts of its PE stacks, of the mapping's loops (innermost
+        # first) and of its node stacks, in the order validity.dim_loops lists them
+        self.stacks0 = tuple(tuple(st.count for st in m.stacks if st.dim == d) for d in DIMS)
+        self.inner_up = tuple(tuple(lp.count for lp in reversed(m.inner) if lp.dim == d) for d in DIMS)
+        self.stacks1 = tuple(tuple(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS)
         self.pes = math.prod(st.count for st in m.stacks)
         self.nodes = math.prod(st.count for st in skel.partition.stacks)
         self.shr = dict(skel.shr)
@@ -288,6 +293,25 @@ class BatchEvaluator:
         """Clipped GBUF blocks ``(M, 8)``."""
         nom1 = self.mu * self._full_factors(dims, units * mids) * self.s0 * self.in0
         return np.minimum(nom1, self.full)
+
+    def coverage_ok(self, u: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """(M,) bool: no loop or stack of the blocking has a wholly idle iteration
+        (``space.coverage_ok``: ``(count - 1) x step < extent`` for every loop),
+        from the full unit, REGF-level and GBUF-level factors ``(M, 8)``."""
+        ok = np.ones(len(u), dtype=bool)
+        for d in range(len(DIMS)):
+            full = self.full[d]
+            step = self.mu[d] * u[:, d]
+            for count in self.stacks0[d] + self.inner_up[d]:
+                ok &= (count - 1) * step < full
+                step = step * count
+            ok &= (a[:, d] - 1) * step < full
+            step = step * a[:, d]
+            for count in self.stacks1[d]:
+                ok &= (count - 1) * step < full
+                step = step * count
+            ok &= (t[:, d] - 1) * step < full
+        return ok
 
     # ------------------------------------------------------------- costs
 
@@ -428,6 +452,11 @@ class BatchEvaluator:
             value = time
         else:
             value = energy * time
+        # A blocking may leave a node stack or loop with a wholly idle iteration
+        # (the skeleton's check assumed another split of the factors): invalid.
+        covered = self.coverage_ok(u, a, t)[rows]
+        if not covered.all():
+            feed_ok = covered if feed_ok is None else feed_ok & covered
         if feed_ok is not None:
             value = np.where(feed_ok, value, math.inf)
         names = self.names

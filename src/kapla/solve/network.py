@@ -36,6 +36,7 @@ segment costs add up.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -466,7 +467,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     best = None
     stats = PruneStats()
     jobs = min(os.cpu_count() or 1, 4) if jobs is None else jobs
-    pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
+    pool = ProcessPoolExecutor(jobs, initializer=_ignore_interrupts) if jobs > 1 else None
     try:
         for pinned in runs:
             found = _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress,
@@ -478,6 +479,11 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
             pool.shutdown(wait=True, cancel_futures=True)
     _, chain, seg_results, pinned = best
     return _result(net, arch, solver, objective, chain, seg_results, pinned, stats, time.perf_counter() - start)
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group; the parent handles it and shuts the pool down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress, pinned, reserve, stats,
