@@ -95,6 +95,21 @@ def test_kapla_returns_valid_schemes(layer, batch, arch_name):
     assert result.cost.ops == layer.loop_ops * batch
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_layers(), st.integers(1, 8), st.sampled_from(["multinode_4x4", "edge"]))
+def test_exhaustive_returns_valid_optima_kapla_cannot_beat(layer, batch, arch_name):
+    arch = load_arch(arch_name)
+    try:
+        best = ExhaustiveIntraSolver().solve(layer, batch, arch)
+    except NoSchemeError as exc:
+        assert "does not fit" in str(exc)
+        return
+    assert best.cost.valid, best.cost.validity
+    assert evaluate(best.scheme, arch).valid
+    fast = KaplaIntraSolver().solve(layer, batch, arch)
+    assert fast.cost.total_energy >= best.cost.total_energy * (1 - 1e-9)
+
+
 def test_buffer_sharing_lowers_energy_when_the_shared_tensor_outgrows_a_node():
     # 4x4 nodes split the 256 output channels; every node needs the whole input,
     # 256 channels x 15 x 15 x 4 samples = 230 400 words: far more than a 16 K-word GBUF.
