@@ -15,6 +15,10 @@ Part 3 (--sweep) schedules every zoo network, inference and training, on
 `multinode` and `multinode_4x4` at batch 64 and on `edge` at batch 1, and
 checks every result with the evaluator.
 
+Part 1b compares KAPLA with the exhaustive baseline on networks where the
+exhaustive search finishes in minutes on this machine: the small networks
+(--compare, default MLP-S, MLP-M, LSTM-M) on `multinode_4x4` at batch 64.
+
 Part 2 schedules the two cases of shared/reference/nn_dataflow_results.md
 with the same hardware and options and prints kapla's energy, time and
 per-level access counts beside the reference, with their ratios.
@@ -98,6 +102,33 @@ def part_one(console: Console, nets, modes, budget, exhaustive: bool) -> None:
                       f"worst {max(overheads):+.2%} over {len(overheads)} runs")
 
 
+def part_one_b(console: Console, nets, budget) -> None:
+    table = Table(title="KAPLA vs the exhaustive network search, multinode_4x4, batch 64, inference")
+    for col in ("network", "KAPLA mJ", "KAPLA s", "exhaustive mJ", "exhaustive s", "overhead", "speed ratio"):
+        table.add_column(col, justify="left" if col == "network" else "right")
+    overheads = []
+    for name in nets:
+        t0 = time.perf_counter()
+        k = kapla.schedule(name, "multinode_4x4", batch=64)
+        t_k = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        try:
+            e = kapla.schedule(name, "multinode_4x4", batch=64, solver="exhaustive", time_budget=budget)
+        except SearchBudgetExceeded:
+            table.add_row(name, f"{k.energy_j * 1e3:.4f}", f"{t_k:.1f}", "-", f">{budget:g}", "-", "-")
+            continue
+        t_e = time.perf_counter() - t0
+        assert k.valid and e.valid
+        overheads.append(k.energy_j / e.energy_j - 1)
+        row = (name, f"{k.energy_j * 1e3:.4f}", f"{t_k:.1f}", f"{e.energy_j * 1e3:.4f}", f"{t_e:.1f}",
+               f"{overheads[-1]:+.2%}", f"{t_e / t_k:.0f}x")
+        console.print("  ".join(row), highlight=False)
+        table.add_row(*row)
+    console.print(table)
+    if overheads:
+        console.print(f"mean overhead {statistics.mean(overheads):+.2%}, worst {max(overheads):+.2%}")
+
+
 def part_two(console: Console) -> None:
     for name, ref in REFERENCE.items():
         result = kapla.schedule(name, "multinode", batch=64, **ref["options"])
@@ -151,7 +182,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default=",".join(NETS))
     parser.add_argument("--modes", default="inference,training")
-    parser.add_argument("--budget", type=float, default=120.0, help="exhaustive seconds per network")
+    parser.add_argument("--budget", type=float, default=60.0, help="exhaustive seconds per network")
+    parser.add_argument("--compare", default="mlp_s,mlp_m,lstm_m",
+                        help="small networks for the exhaustive comparison (part 1b)")
     parser.add_argument("--no-exhaustive", action="store_true")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--sweep", action="store_true", help="only part 3: every zoo network on every preset")
@@ -161,6 +194,8 @@ def main() -> None:
         sweep(console)
         return
     part_one(console, args.nets.split(","), args.modes.split(","), args.budget, not args.no_exhaustive)
+    if not args.no_exhaustive and args.compare:
+        part_one_b(console, args.compare.split(","), max(args.budget, 600.0))
     if not args.no_reference:
         part_two(console)
 
