@@ -396,7 +396,14 @@ class _Chain:
 
 
 def _value(objective: str, energy: float, time_: float) -> float:
-    return {"energy": energy, "latency": time_, "edp": energy * time_}[objective]
+    """A chain's value: its objective; latency ties go to the lower energy."""
+    return {"energy": energy, "latency": time_ * (1 + 1e-9 * energy), "edp": energy * time_}[objective]
+
+
+def _segment_value(objective: str, energy: float, time_: float) -> float:
+    """What the DP adds up per segment: EDP does not add, so its DP ranks by energy
+    (the final chains are compared by their true EDP)."""
+    return _value("energy" if objective == "edp" else objective, energy, time_)
 
 
 def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme, float]]], k: int) -> list[_Chain]:
@@ -441,7 +448,7 @@ def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progr
             if found is None:
                 entries.pop(k)
             else:
-                entries[k] = (entries[k][0], inter, _value(objective, found[1].total_energy, found[1].time))
+                entries[k] = (entries[k][0], inter, _segment_value(objective, found[1].total_energy, found[1].time))
     # the best chains of what was solved (true values only; the single layers always are)
     known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
     return _top_chains(order, known, top_k)
@@ -522,7 +529,7 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 if len(inter.layers) == 1:
                     raise no_scheme(net[inter.layers[0]], net.batch, arch)
                 continue
-            values[inter] = _value(objective, found[1].total_energy, found[1].time)
+            values[inter] = _segment_value(objective, found[1].total_energy, found[1].time)
             options.setdefault(j, []).append((i, inter, values[inter]))
         chains = _top_chains(order, options, 1)
     else:
@@ -549,8 +556,8 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
             i, j = spans[layers]
             for inter, est in kept:
                 found = segsolver.cache.get(inter)
-                value = (_value(objective, found[1].total_energy, found[1].time) if found
-                         else est.objective(objective))
+                value = (_segment_value(objective, found[1].total_energy, found[1].time) if found
+                         else est.objective("energy" if objective == "edp" else objective))
                 options.setdefault(j, []).append((i, inter, value))
         chains = _refine(order, options, top_k, segsolver, objective, net, arch, stats, progress)
         singles_chain = tuple(sorted(singles, key=lambda s: index[s.layers[0]]))
