@@ -1,7 +1,8 @@
 """Whole networks with KAPLA (and the exhaustive baseline where it finishes), and nn_dataflow's reference cases.
 
 Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
-                                  [--budget SECONDS] [--no-reference] [--no-exhaustive] [--sweep]
+                                  [--budget SECONDS] [--compare NETS] [--no-reference] [--no-exhaustive]
+                                  [--sweep]
 
 Part 1 schedules each network on the `multinode` preset at batch 64 with
 KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
@@ -194,7 +195,7 @@ def main() -> None:
         sweep(console)
         return
     part_one(console, args.nets.split(","), args.modes.split(","), args.budget, not args.no_exhaustive)
-    if not args.no_exhaustive and args.compare:
+    if args.compare:
         part_one_b(console, args.compare.split(","), max(args.budget, 600.0))
     if not args.no_reference:
         part_two(console)

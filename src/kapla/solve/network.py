@@ -519,8 +519,8 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 raise SearchBudgetExceeded(
                     f"the exhaustive network search of '{net.name}' ran out of its {time_budget:g} s budget "
                     f"after {n} of {len(all_schemes)} inter-layer schemes")
-            if n % 8 == 0:  # in small batches, so the budget is checked often
-                segsolver.prefetch(inter for _, _, inter in all_schemes[n: n + 8])
+            if n % 2 == 0:  # in small batches, so the budget is checked often
+                segsolver.prefetch(inter for _, _, inter in all_schemes[n: n + 2])
             found = segsolver.solve(inter)
             stats.solved += 1
             if progress is not None:
