@@ -35,6 +35,7 @@ segment costs add up.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -352,7 +353,12 @@ class SegmentSolver:
     def _key(self, inter: InterScheme, place: LayerPlacement):
         layer = self.net[place.layer]
         feed = feed_of(inter, place, self.arch)
+        # Buffer space that is not the layer's: its share of the pinned weights,
+        # and a piece of each fmap forwarded to it, which waits in this region.
         reserve = self.reserve if inter.pinned else 0
+        if place.onchip_inputs:
+            piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
+            reserve += math.ceil(piece / place.region.nodes)
         # The scheme is chosen for where the data come from and go to, not for the
         # exact hop distances (they scale traffic every scheme must move anyway),
         # so layers of one shape on equal regions share a solve; the segment is
@@ -364,7 +370,8 @@ class SegmentSolver:
         local = self.arch.with_node_region(rows, cols)
         if reserve:
             gbuf = local.levels[1]
-            local = local.with_level(gbuf.name, capacity=gbuf.capacity - reserve * local.word_bytes)
+            left = gbuf.capacity - reserve * local.word_bytes
+            local = local.with_level(gbuf.name, capacity=left) if left > 0 else None
         return key, local, None if canonical == Feed() else canonical
 
     def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
@@ -380,6 +387,8 @@ class SegmentSolver:
 
 def _solve_layer(job) -> LayerScheme | None:
     solver, key, local, objective, feed = job
+    if local is None:  # no buffer left for the layer's own blocks
+        return None
     try:
         kwargs = {} if feed is None else {"feed": feed}  # outside a segment: the solvers' own default
         return solver.solve(key[0], key[1], local, objective, **kwargs).scheme
