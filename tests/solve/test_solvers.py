@@ -81,33 +81,34 @@ def small_layers(draw):
     return Layer("L", Op.CONV, c=c, k=k, h=h, w=h, s=s, r=s, stride=(stride, stride), groups=groups)
 
 
+def solve_valid(solver, layer, batch, arch):
+    """The solver's result, checked by the evaluator; None if the layer fits nowhere."""
+    try:
+        result = solver.solve(layer, batch, arch)
+    except NoSchemeError as exc:
+        assert "does not fit" in str(exc)
+        return None
+    assert result.cost.valid, result.cost.validity
+    assert evaluate(result.scheme, arch).valid
+    return result
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_layers(), st.integers(1, 8), st.sampled_from(["multinode_4x4", "edge", "eyeriss"]))
 def test_kapla_returns_valid_schemes(layer, batch, arch_name):
-    arch = load_arch(arch_name)
-    try:
-        result = KaplaIntraSolver().solve(layer, batch, arch)
-    except NoSchemeError as exc:
-        assert "does not fit" in str(exc)
-        return
-    assert result.cost.valid, result.cost.validity
-    assert evaluate(result.scheme, arch).valid
-    assert result.cost.ops == layer.loop_ops * batch
+    result = solve_valid(KaplaIntraSolver(), layer, batch, load_arch(arch_name))
+    if result is not None:
+        assert result.cost.ops == layer.loop_ops * batch
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_layers(), st.integers(1, 8), st.sampled_from(["multinode_4x4", "edge"]))
 def test_exhaustive_returns_valid_optima_kapla_cannot_beat(layer, batch, arch_name):
     arch = load_arch(arch_name)
-    try:
-        best = ExhaustiveIntraSolver().solve(layer, batch, arch)
-    except NoSchemeError as exc:
-        assert "does not fit" in str(exc)
-        return
-    assert best.cost.valid, best.cost.validity
-    assert evaluate(best.scheme, arch).valid
-    fast = KaplaIntraSolver().solve(layer, batch, arch)
-    assert fast.cost.total_energy >= best.cost.total_energy * (1 - 1e-9)
+    best = solve_valid(ExhaustiveIntraSolver(), layer, batch, arch)
+    if best is not None:
+        fast = solve_valid(KaplaIntraSolver(), layer, batch, arch)
+        assert fast.cost.total_energy >= best.cost.total_energy * (1 - 1e-9)
 
 
 def test_buffer_sharing_lowers_energy_when_the_shared_tensor_outgrows_a_node():
