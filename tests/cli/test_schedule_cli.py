@@ -64,3 +64,17 @@ def test_readme_python_example_runs():
     namespace: dict = {}
     exec(compile(block, "README example", "exec"), namespace)  # noqa: S102 - our own README
     assert namespace["result"].valid
+
+
+def test_schedule_pipelining_switches_and_top_k():
+    result = run("schedule", "alexnet", "--batch", "8", "--arch", "multinode_4x4", "--no-pipelining",
+                 "--no-sharing", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert all(len(seg) == 1 for seg in data["segments"]) and data["valid"]
+    piped = json.loads(run("schedule", "alexnet", "--batch", "8", "--arch", "multinode_4x4", "--top-k", "1",
+                           "--json").output)
+    assert any(len(seg) > 1 for seg in piped["segments"])
+    assert piped["energy_j"] <= data["energy_j"]
+    bad = run("schedule", "alexnet", "--top-k", "0")
+    assert bad.exit_code == 2 and "--top-k" in bad.output
