@@ -38,7 +38,8 @@ def make_solver(name: str) -> IntraSolver:
 def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multinode", *,
              batch: int | None = None, training: bool = False, solver: str = "kapla",
              objective: str = "energy", top_k: int = 4, pipelining: bool = True, buffer_sharing: bool = True,
-             time_budget: float | None = None, progress: Progress | None = None) -> ScheduleResult:
+             time_budget: float | None = None, jobs: int | None = None,
+             progress: Progress | None = None) -> ScheduleResult:
     """Schedule ``network`` (a Network, zoo name or file) on ``arch`` (a spec, preset or file).
 
     ``solver`` "kapla" runs KAPLA's pruned inter-layer search (keeping the
@@ -46,7 +47,9 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     solves every inter-layer scheme with the exhaustive intra-layer solver
     (bounded by ``time_budget`` seconds, if given). ``pipelining=False`` and
     ``buffer_sharing=False`` turn those optimisations off even where the
-    hardware allows them (every layer then forms its own segment).
+    hardware allows them (every layer then forms its own segment). ``jobs``
+    worker processes solve layers in parallel (default: one per CPU, at most
+    4; 1 runs everything in this process); the result does not depend on it.
     """
     if isinstance(network, Network):
         net = network.with_batch(batch) if batch is not None else network
@@ -60,4 +63,5 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     if not buffer_sharing:
         hw = hw.with_options(buffer_sharing=False)
     return schedule_network(net, hw, make_solver(solver), objective, top_k=top_k,
-                            exhaustive=solver == "exhaustive", time_budget=time_budget, progress=progress)
+                            exhaustive=solver == "exhaustive", time_budget=time_budget, progress=progress,
+                            jobs=jobs)

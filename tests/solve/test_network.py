@@ -115,6 +115,14 @@ def test_scheduling_is_deterministic(alexnet_small):
     assert [lr.scheme for lr in again.layers] == [lr.scheme for lr in result.layers]
 
 
+def test_worker_processes_do_not_change_the_result():
+    net = get_network("mlp_m", 16)
+    one = schedule_network(net, SMALL, KaplaIntraSolver(), jobs=1)
+    two = schedule_network(net, SMALL, KaplaIntraSolver(), jobs=2)
+    assert one.segments == two.segments and one.energy_j == two.energy_j
+    assert [lr.scheme for lr in one.layers] == [lr.scheme for lr in two.layers]
+
+
 def test_exhaustive_network_search_is_at_least_as_good_as_kapla():
     net = get_network("mlp_s", 8)
     arch = load_arch("multinode").with_node_region(2, 2)

@@ -32,12 +32,14 @@ from kapla.workload.load import load_network
               help="Let nodes share buffered data (where the hardware allows).")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Give up the exhaustive search after this long.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
 @click.option("--directives/--no-directives", default=True, show_default=True,
               help="Print each layer's directive listing.")
 @json_option
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
-                 top_k: int, pipelining: bool, sharing: bool, budget: float | None, directives: bool,
-                 json_out: str | None) -> None:
+                 top_k: int, pipelining: bool, sharing: bool, budget: float | None, jobs: int | None,
+                 directives: bool, json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
 
     Finds the segments (layers that run together, pipelined, with on-chip
@@ -56,7 +58,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
             bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
 
         result = schedule(network, arch, solver=solver, objective=objective, top_k=top_k, pipelining=pipelining,
-                          buffer_sharing=sharing, time_budget=budget, progress=progress)
+                          buffer_sharing=sharing, time_budget=budget, jobs=jobs, progress=progress)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
