@@ -229,7 +229,7 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
     from kapla.model.evaluate import _channel_distance
 
     layer = skels[0].layer
-    S, nd, n8 = len(skels), len(BLOCK_DIMS), len(DIMS)
+    S, n8 = len(skels), len(DIMS)
     full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
     rows: dict = {}
     dist_cache: dict = {}

@@ -1,0 +1,131 @@
+"""Solving a segment's layers with an intra-layer solver, and costing the segment.
+
+:class:`SegmentSolver` turns an :class:`~kapla.solve.inter.InterScheme` into a
+:class:`~kapla.dataflow.segment.SegmentScheme` and its cost: each layer is
+solved on its region for where its data come from and go to, with the buffer
+space left beside pinned weights and the forwarded fmap piece that waits in
+its region, then repeated over the batch groups (:func:`outer_batch`).
+Layer solves are cached and may run in a process pool.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.segment import LayerPlacement, SegmentScheme
+from kapla.model.evaluate import Feed
+from kapla.model.segment import SegmentCost, evaluate_segment
+from kapla.solve.base import IntraSolver, NoSchemeError, shape_key
+from kapla.solve.inter import InterScheme, feed_of, output_words, placements
+from kapla.workload.layer import Layer
+from kapla.workload.network import Network
+
+
+def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:
+    """``scheme`` (solved for one batch group) repeated over ``groups`` groups by
+    an outermost loop over the batch, under the layer's own name."""
+    levels = list(scheme.levels)
+    if groups > 1:
+        top = levels[-1]
+        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
+    return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
+
+
+@dataclass
+class SegmentSolver:
+    """Solves inter-layer schemes with an intra-layer solver; caches layers by shape and feed."""
+
+    net: Network
+    arch: ArchSpec
+    solver: IntraSolver
+    objective: str
+    reserve: int = 0
+    pool: Executor | None = None
+    layer_cache: dict = field(default_factory=dict)
+    cache: dict = field(default_factory=dict)
+
+    def solve(self, inter: InterScheme) -> tuple[SegmentScheme, SegmentCost] | None:
+        """The segment's schemes and cost; None if some layer has no valid scheme."""
+        if inter in self.cache:
+            return self.cache[inter]
+        places = placements(self.net, self.arch, inter)
+        schemes = {}
+        found = None
+        for name in inter.layers:
+            scheme = self._layer(inter, places[name])
+            if scheme is None:
+                break
+            schemes[name] = scheme
+        else:
+            segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
+            cost = evaluate_segment(segment, self.arch)
+            found = (segment, cost) if cost.valid else None
+        self.cache[inter] = found
+        return found
+
+    def prefetch(self, inters: Iterable[InterScheme]) -> None:
+        """Solve the layers these schemes need that are not cached yet, in the pool if there is one."""
+        jobs = {}
+        for inter in inters:
+            if inter in self.cache:
+                continue
+            for place in placements(self.net, self.arch, inter).values():
+                key, local, feed = self._key(inter, place)
+                if key not in self.layer_cache and key not in jobs:
+                    jobs[key] = (self.solver, key, local, self.objective, feed)
+        if self.pool is not None and len(jobs) > 1:
+            for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values())):
+                self.layer_cache[key] = scheme
+        else:
+            for key, job in jobs.items():
+                self.layer_cache[key] = _solve_layer(job)
+
+    def _key(self, inter: InterScheme, place: LayerPlacement):
+        layer = self.net[place.layer]
+        feed = feed_of(inter, place, self.arch)
+        # Buffer space that is not the layer's: its share of the pinned weights,
+        # and a piece of each fmap forwarded to it, which waits in this region.
+        reserve = self.reserve if inter.pinned else 0
+        if place.onchip_inputs:
+            piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
+            reserve += math.ceil(piece / place.region.nodes)
+        # The scheme is chosen for where the data come from and go to, not for the
+        # exact hop distances (they scale traffic every scheme must move anyway),
+        # so layers of one shape on equal regions share a solve; the segment is
+        # then costed with the true distances.
+        canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
+                         pinned=feed.pinned)
+        key = (shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
+        rows, cols = place.region.shape
+        local = self.arch.with_node_region(rows, cols)
+        if reserve:
+            gbuf = local.levels[1]
+            left = gbuf.capacity - reserve * local.word_bytes
+            local = local.with_level(gbuf.name, capacity=left) if left > 0 else None
+        return key, local, None if canonical == Feed() else canonical
+
+    def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
+        layer = self.net[place.layer]
+        key, local, feed = self._key(inter, place)
+        if key not in self.layer_cache:
+            self.layer_cache[key] = _solve_layer((self.solver, key, local, self.objective, feed))
+        generic = self.layer_cache[key]
+        if generic is None:
+            return None
+        return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
+
+
+def _solve_layer(job) -> LayerScheme | None:
+    solver, key, local, objective, feed = job
+    if local is None:  # no buffer left for the layer's own blocks
+        return None
+    try:
+        kwargs = {} if feed is None else {"feed": feed}  # outside a segment: the solvers' own default
+        return solver.solve(key[0], key[1], local, objective, **kwargs).scheme
+    except NoSchemeError:
+        return None
