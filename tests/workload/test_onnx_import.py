@@ -277,3 +277,20 @@ def test_unreadable_input_shape_is_reported_when_used(tmp_path):
 
 def test_supported_ops_listed():
     assert {"Conv", "Gemm", "MatMul", "MaxPool", "Concat", "Add", "Relu", "Flatten"} <= set(SUPPORTED_OPS)
+
+
+def test_an_onnx_model_schedules_end_to_end(tmp_path):
+    """The residual/concat CNN through `kapla schedule` on two presets: every layer placed and valid."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kapla.cli.main import app
+
+    path = cnn_model(tmp_path, batch=4)
+    for arch in ("multinode_4x4", "edge"):
+        result = CliRunner().invoke(app, ["schedule", str(path), "--arch", arch, "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["valid"] and data["batch"] == 4
+        assert sorted(n for seg in data["segments"] for n in seg) == sorted(layer.name for layer in cnn_ref(4))
