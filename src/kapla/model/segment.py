@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import Region, SegmentScheme
-from kapla.dataflow.tensors import footprint
+from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
 from kapla.model.validity import Validity
+from kapla.workload.layer import Layer
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,10 @@ def dram_distance(arch: ArchSpec, region: Region) -> float:
     return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
 
 
-def output_words(scheme: LayerScheme) -> int:
-    """Words of the fmap ``scheme``'s layer writes, over its whole batch."""
-    dims = scheme.dims
-    return sum(footprint(r.kind, dims, scheme.layer) * r.copies for r in scheme.roles if r.written)
+def output_words(layer: Layer, batch: int) -> int:
+    """Words of the fmap ``layer`` writes, over the whole ``batch``."""
+    dims = layer_dims(layer, batch)
+    return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer) if r.written)
 
 
 def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
@@ -67,7 +67,8 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
         costs[name] = cost
         reasons.extend(cost.validity.reasons)
         if place.onchip_inputs and cost.valid and len(arch.levels) >= 3:
-            piece = sum(output_words(segment.schemes[p]) for p in place.onchip_inputs) / segment.groups
+            piece = sum(output_words(segment.schemes[p].layer, segment.schemes[p].batch)
+                        for p in place.onchip_inputs) / segment.groups
             free = (local.levels[1].capacity // local.word_bytes - scheme.buffer_words(1)) * place.region.nodes
             if piece > free:
                 reasons.append(f"{name}: a forwarded piece of {piece:,.0f} words does not fit the "

@@ -127,15 +127,15 @@ class BatchResult:
     dram_time: np.ndarray
     regf_words: np.ndarray
     gbuf_words: np.ndarray
-    feed_ok: np.ndarray | None = None  # (M,) bool: meets the feed's constraints (None: no feed, all do)
+    ok: np.ndarray | None = None  # (M,) bool: see ``valid`` (None: every candidate is)
 
     @property
     def valid(self) -> np.ndarray:
-        """(M,) bool: candidate ``i`` meets the feed's constraints (``_check_feed``);
-        the others have objective ``inf``."""
-        if self.feed_ok is None:
+        """(M,) bool: candidate ``i`` meets the feed's constraints (``_check_feed``)
+        and leaves no loop iteration wholly idle; the others have objective ``inf``."""
+        if self.ok is None:
             return np.ones(len(self), dtype=bool)
-        return self.feed_ok
+        return self.ok
 
     def __len__(self) -> int:
         return int(self.energy.shape[0])
@@ -179,7 +179,7 @@ class BestBlocking:
     evaluated: int  # candidates costed (capacity-feasible factors x order classes)
     energy: float = math.inf
     time: float = math.inf
-    rejected: int = 0  # of those, the ones the feed's constraints rule out
+    rejected: int = 0  # of those, the invalid ones (feed constraints, idle loop iterations)
 
 
 @dataclass(frozen=True)
@@ -424,7 +424,7 @@ class BatchEvaluator:
             else:
                 itcn = itcn + delivered
             bus_words[r.name] = bus_words.get(r.name, 0.0) + side
-        feed_ok = None
+        ok = None
         if feed is None:
             for r, tr in zip(self.roles, b1):
                 fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
@@ -434,7 +434,7 @@ class BatchEvaluator:
                 to_dram = (parent_reads + parent_writes) if r.written else fills
                 hops = hops + (rotated + reduced) + to_dram * self.distance
         else:
-            dram, gbuf, hops, feed_ok = self._fed_top(b1, feed, dram, gbuf, hops, M)
+            dram, gbuf, hops, ok = self._fed_top(b1, feed, dram, gbuf, hops, M)
         busiest = np.zeros(M)
         for words in bus_words.values():
             busiest = np.maximum(busiest, words)
@@ -456,13 +456,13 @@ class BatchEvaluator:
         # (the skeleton's check assumed another split of the factors): invalid.
         covered = self.coverage_ok(u, a, t)[rows]
         if not covered.all():
-            feed_ok = covered if feed_ok is None else feed_ok & covered
-        if feed_ok is not None:
-            value = np.where(feed_ok, value, math.inf)
+            ok = covered if ok is None else ok & covered
+        if ok is not None:
+            value = np.where(ok, value, math.inf)
         names = self.names
         accesses = {names[0]: regf, names[1]: gbuf, names[2]: dram, ITCN: itcn}
         return BatchResult(dims, units, mids, tops, rows, ord1, ord2, objective, energy, time, value, accesses,
-                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows], feed_ok)
+                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows], ok)
 
     def _fed_top(self, b1, feed: Feed, dram, gbuf, hops, M: int):
         """The node level's traffic with DRAM under ``feed``, as ``evaluate`` and
@@ -804,8 +804,8 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
     for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
         res = ev._costs(dims, units, mids, tops, rows, o1, o2, objective, feed)
         evaluated += len(res)
-        if res.feed_ok is not None:
-            rejected += len(res) - int(np.count_nonzero(res.feed_ok))
+        if res.ok is not None:
+            rejected += len(res) - int(np.count_nonzero(res.ok))
         i = res.best()
         value = float(res.objective[i])
         if value < best.value:

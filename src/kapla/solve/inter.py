@@ -20,7 +20,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import LayerPlacement, Region
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
-from kapla.model.segment import SegmentCost, dram_distance
+from kapla.model.segment import SegmentCost, dram_distance, output_words
 from kapla.solve.segments import SegmentPlan, allocate_regions
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -58,11 +58,6 @@ def _words(layer: Layer, batch: int, kind: Kind, written: bool | None = None) ->
     dims = layer_dims(layer, batch)
     return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer)
                if r.kind == kind and (written is None or r.written == written))
-
-
-def output_words(layer: Layer, batch: int) -> int:
-    return sum(footprint(r.kind, layer_dims(layer, batch), layer) * r.copies
-               for r in tensor_roles(layer) if r.written)
 
 
 def weight_words(layer: Layer, batch: int = 1) -> int:

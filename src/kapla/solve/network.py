@@ -120,11 +120,13 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
 MAX_ROUNDS = 6
 
 
-def _refine(order, options, top_k, segsolver, objective, net, arch, stats, progress) -> list[_Chain]:
+def _refine(order, options, top_k, segsolver, objective, stats, progress) -> list[_Chain]:
     """Solve the segments of the ``top_k`` chains, put their true values in place
-    of the estimates (or drop them if invalid), and repeat until the best
-    chains hold only solved segments. With estimates that never exceed the
-    true values this ends with the optimum of the pruned space."""
+    of the estimates (or drop them if invalid), and repeat, at most
+    ``MAX_ROUNDS`` times, until the best chains hold only solved segments; then
+    the best chains of solved segments. With estimates that never exceeded
+    the true values and enough rounds, this would be the optimum of the
+    pruned space."""
     solved: set[InterScheme] = set(segsolver.cache)  # already solved: true values in place
     chains: list[_Chain] = []
     for round_ in range(MAX_ROUNDS):
@@ -194,6 +196,7 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
             pool):
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
+    reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
     segsolver = SegmentSolver(net, arch, solver, objective, reserve, pool)
     options: dict[int, list[tuple[int, InterScheme, float]]] = {}
     singles = []
@@ -203,14 +206,13 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
         for plan in ending:
             for inter in inter_schemes(net, arch, plan, pinned):
                 stats.considered += 1
-                if not may_fit(net, arch, inter, reserve if pinned else 0):
+                if not may_fit(net, arch, inter, reserve):
                     continue
                 stats.valid += 1
                 all_schemes.append((index[plan.layers[0]], j, inter))
                 if len(plan) == 1:
                     singles.append(inter)
     if exhaustive:
-        values = {}
         for n, (i, j, inter) in enumerate(all_schemes):
             if time_budget is not None and time.perf_counter() - start > time_budget:
                 raise SearchBudgetExceeded(
@@ -226,8 +228,8 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 if len(inter.layers) == 1:
                     raise no_scheme(net[inter.layers[0]], net.batch, arch)
                 continue
-            values[inter] = _segment_value(objective, found[1].total_energy, found[1].time)
-            options.setdefault(j, []).append((i, inter, values[inter]))
+            options.setdefault(j, []).append((i, inter, _segment_value(objective, found[1].total_energy,
+                                                                        found[1].time)))
         chains = _top_chains(order, options, 1)
     else:
         # the layers alone first: the fallback chain, and the calibration of the estimates
@@ -238,13 +240,13 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
             if found is None:
                 raise no_scheme(net[inter.layers[0]], net.batch, arch)
             stats.solved += 1
-            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], reserve if pinned else 0)
+            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], reserve)
             if progress is not None:
                 progress("solving layers", n + 1, len(singles))
         by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
         spans = {}
         for i, j, inter in all_schemes:
-            est = estimate(net, arch, inter, reserve if pinned else 0, scale)
+            est = estimate(net, arch, inter, reserve, scale)
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
         for layers, cands in by_segment.items():
@@ -256,7 +258,7 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 value = (_segment_value(objective, found[1].total_energy, found[1].time) if found
                          else est.objective("energy" if objective == "edp" else objective))
                 options.setdefault(j, []).append((i, inter, value))
-        chains = _refine(order, options, top_k, segsolver, objective, net, arch, stats, progress)
+        chains = _refine(order, options, top_k, segsolver, objective, stats, progress)
         singles_chain = tuple(sorted(singles, key=lambda s: index[s.layers[0]]))
         chains.append(_Chain(0.0, singles_chain))
     best = None

@@ -21,7 +21,8 @@ from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.segment import SegmentCost, evaluate_segment
 from kapla.solve.base import IntraSolver, NoSchemeError, shape_key
-from kapla.solve.inter import InterScheme, feed_of, output_words, placements
+from kapla.model.segment import output_words
+from kapla.solve.inter import InterScheme, feed_of, placements
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -75,9 +76,9 @@ class SegmentSolver:
             if inter in self.cache:
                 continue
             for place in placements(self.net, self.arch, inter).values():
-                key, local, feed = self._key(inter, place)
+                key, feed = self._key(inter, place)
                 if key not in self.layer_cache and key not in jobs:
-                    jobs[key] = (self.solver, key, local, self.objective, feed)
+                    jobs[key] = self._job(key, feed)
         if self.pool is not None and len(jobs) > 1:
             for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values())):
                 self.layer_cache[key] = scheme
@@ -85,7 +86,9 @@ class SegmentSolver:
             for key, job in jobs.items():
                 self.layer_cache[key] = _solve_layer(job)
 
-    def _key(self, inter: InterScheme, place: LayerPlacement):
+    def _key(self, inter: InterScheme, place: LayerPlacement) -> tuple[tuple, Feed | None]:
+        """What a layer's scheme depends on: (shape, batch group, region shape,
+        data source/destination, buffer words not its own), and the feed to solve it for."""
         layer = self.net[place.layer]
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
@@ -101,19 +104,23 @@ class SegmentSolver:
         canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
                          pinned=feed.pinned)
         key = (shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
-        rows, cols = place.region.shape
+        return key, None if canonical == Feed() else canonical
+
+    def _job(self, key: tuple, feed: Feed | None) -> tuple:
+        """A layer solve: on a block of the key's shape with the buffer it leaves (None: none left)."""
+        _, _, (rows, cols), _, reserve = key
         local = self.arch.with_node_region(rows, cols)
         if reserve:
             gbuf = local.levels[1]
             left = gbuf.capacity - reserve * local.word_bytes
             local = local.with_level(gbuf.name, capacity=left) if left > 0 else None
-        return key, local, None if canonical == Feed() else canonical
+        return self.solver, key, local, self.objective, feed
 
     def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
         layer = self.net[place.layer]
-        key, local, feed = self._key(inter, place)
+        key, feed = self._key(inter, place)
         if key not in self.layer_cache:
-            self.layer_cache[key] = _solve_layer((self.solver, key, local, self.objective, feed))
+            self.layer_cache[key] = _solve_layer(self._job(key, feed))
         generic = self.layer_cache[key]
         if generic is None:
             return None
