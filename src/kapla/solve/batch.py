@@ -614,7 +614,9 @@ def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> 
 _EVALUATORS: dict[tuple, BatchEvaluator] = {}
 
 
-def _evaluator(skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
+def shared_evaluator(skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
+    """The batch evaluator of ``skel`` on ``arch``, built once per pair (a
+    bounded cache: building one works out the skeleton's blocks)."""
     key = (skel, arch)
     ev = _EVALUATORS.get(key)
     if ev is None:
@@ -657,7 +659,8 @@ def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None, regf_ord
     chip spilled) are marked in ``valid`` and get objective ``inf``; their
     other numbers are what the traffic would cost.
     """
-    return _evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows, feed)
+    return shared_evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows,
+                                              feed)
 
 
 # ------------------------------------------------------------- enumeration
@@ -684,7 +687,7 @@ def _divisor_lists(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _factor_combos(skel: Skeleton, arch: ArchSpec, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Capacity-feasible (units, mids) of ``skel``, in ``_blockings``' order, in chunks."""
-    ev = _evaluator(skel, arch)
+    ev = shared_evaluator(skel, arch)
     dims = active_dims(skel)
     nd = len(dims)
     rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
@@ -797,7 +800,7 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
     if objective not in _OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
     feed = _as_feed(feed)
-    ev = _evaluator(skel, arch)
+    ev = shared_evaluator(skel, arch)
     dims = active_dims(skel)
     best = BestBlocking(None, math.inf, 0)
     evaluated = rejected = 0

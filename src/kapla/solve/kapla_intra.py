@@ -13,21 +13,25 @@ exhaustively. The solver
    as the evaluator counts DRAM reads and writes, NoC hops and buffer-sharing
    rotation, and must fit the global buffer. DRAM energy dominates large
    layers, so a skeleton is ranked mostly by how little it must re-fetch.
-   The first ``refine`` skeletons are then re-ranked with the exact cost of
-   their best register block (the REGF level below) in place of the on-chip
-   bound.
+   The first ``refine`` skeletons, and the first ``refine_regf`` others by
+   a register-aware estimate (the same kind of family one level down,
+   :func:`_regf_estimates`, in place of the on-chip bound, which assumes a
+   PE's registers hold its whole block), are then re-ranked by the estimate
+   of their best register block (:func:`_unit_estimates`).
 2. **descends level by level** on the best ``top`` skeletons
    (:func:`_descend`), from the registers up:
 
    * *REGF level*: every register block (``unit`` factors) that fits the
-     register file is costed with everything else in the node buffer under
-     each choice of innermost REGF-level loop; the blocks with the least
-     array-bus and register energy go on;
+     register file is costed exactly with everything else in the node buffer
+     under each choice of innermost REGF-level loop, plus what the DRAM-level
+     family must re-fetch once that block is fixed (a block stacked over the
+     PE array sets the smallest block the node buffer can hold); the
+     ``units`` most promising blocks go on;
    * *GBUF level*: for each of those register blocks, every split of the
      remaining factors between the REGF-level and the DRAM-level loops that
      fits the node buffer is costed under every distinct loop order of both
      levels (:func:`kapla.solve.space.distinct_orders`), in numpy batches
-     (:func:`kapla.solve.batch.batch_costs`, the evaluator's numbers);
+     (:meth:`kapla.solve.batch.BatchEvaluator.costs`, the evaluator's numbers);
    * *descent*: the register block of the winner is moved by one prime
      factor along each dimension and the GBUF level searched again, while the
      cost drops.
@@ -40,7 +44,7 @@ check.
 
 from __future__ import annotations
 
-import inspect
+import functools
 import itertools
 import math
 import time
@@ -53,12 +57,11 @@ from kapla.dataflow.mapping import pe_mappings
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.batch import BatchEvaluator, batch_costs
+from kapla.solve.batch import BatchEvaluator, shared_evaluator
 from kapla.solve.space import (BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors,
                                node_partitions, sharing_options)
 from kapla.workload.layer import Layer
 
-_BATCH_FEED = "feed" in inspect.signature(batch_costs).parameters
 _MAX_CANDIDATES = 60_000  # per GBUF-level search; beyond it the REGF orders are thinned
 
 
@@ -69,10 +72,11 @@ class KaplaIntraSolver:
 
     name = "kapla"
 
-    def __init__(self, top: int = 4, units: int = 3, refine: int = 40) -> None:
+    def __init__(self, top: int = 4, units: int = 3, refine: int = 30, refine_regf: int = 12) -> None:
         self.top = top
         self.units = units
         self.refine = refine
+        self.refine_regf = refine_regf
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
               ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
@@ -82,11 +86,11 @@ class KaplaIntraSolver:
         skels = _skeletons(layer, batch, arch)
         if not skels:
             raise no_scheme(layer, batch, arch)
-        ranked = rank_skeletons(skels, arch, self.refine)
+        ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf)
         evaluated = 0
         found: list[tuple[float, int, Skeleton, Blocking]] = []
         for i, skel in enumerate(ranked[: self.top]):
-            res = _descend(skel, arch, objective, feed, self.units)
+            res = _descend(skel, arch, objective, feed, self.units, blocks.get(id(skel)))
             evaluated += res[2]
             if res[0] is not None:
                 found.append((res[1], i, skel, res[0]))
@@ -154,35 +158,81 @@ def _covers(full: dict[str, int], mapping, part, rest: dict[str, int]) -> bool:
     return True
 
 
-def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0) -> list[Skeleton]:
-    """The skeletons, most promising first: by :func:`estimates`, the first
-    ``refine`` of them re-ranked by :func:`_refined` (ties keep their order)."""
-    values = estimates(skels, arch)
+def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0, refine_regf: int = 0) -> list[Skeleton]:
+    """The skeletons, most promising first: by :func:`estimates`; the first
+    ``refine`` of them, and the first ``refine_regf`` others by the
+    register-aware estimate (:func:`_regf_estimates` in place of the on-chip
+    bound), re-ranked together by :func:`_refined` (ties keep their order)."""
+    return _rank(skels, arch, refine, refine_regf)[0]
+
+
+def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int):
+    """:func:`rank_skeletons`, and the register blocks of the refined
+    skeletons with their estimates (by ``id`` of the skeleton) for the descent."""
+    arr = _arrays(skels, arch)
+    values = _on_chip_estimates(arr, arch)
+    dram = _dram_estimates(arr, arch) if len(arch.levels) >= 3 else 0.0
+    values = values + dram
     order = [int(i) for i in np.argsort(values, kind="stable")]
+    blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if refine and len(arch.levels) == 3:
         head = order[:refine]
-        dram = _dram_estimates(_arrays([skels[i] for i in head], arch), arch, once=True)
-        better = [_refined(skels[i], arch) + extra for i, extra in zip(head, dram)]
-        order = [head[j] for j in np.argsort(better, kind="stable")] + order[refine:]
-    return [skels[i] for i in order]
+        if refine_regf:
+            # the on-chip bound assumes registers that hold a PE's whole block;
+            # where they cannot, a skeleton it ranks low can be the best
+            regf = arr.trips * arch.static_energy + _regf_estimates(arr, arch) + dram
+            seen = set(head)
+            head += [i for i in (int(j) for j in np.argsort(regf, kind="stable")) if i not in seen][:refine_regf]
+        better, blocks = _refined([skels[i] for i in head], arr.take(head), arch, values[head])
+        chosen = set(head)
+        order = [head[j] for j in np.argsort(better, kind="stable")] + [i for i in order if i not in chosen]
+    return [skels[i] for i in order], blocks
 
 
-def _refined(skel: Skeleton, arch: ArchSpec) -> float:
-    """The energy of the skeleton's best register block (REGF level of the
-    descent) with everything else held in the node buffer: exact array-bus,
-    register and buffer traffic, each DRAM word fetched once."""
+_ROWS_PER_CALL = 2048  # register blocks per _dram_estimates call (bounds its memory)
+
+
+def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndarray):
+    """Each skeleton's best register block estimate (:func:`_unit_estimates`),
+    and every skeleton's feasible blocks with their estimates. A skeleton
+    with nothing left to block keeps its ``first`` estimate."""
+    out = np.array(first, dtype=float)
+    pending = []  # (skeleton index, its space, its blocks, their on-array cost)
+    for i, skel in enumerate(skels):
+        sp = _space(skel, arch, "energy", None)
+        if sp is None or not sp.dims:
+            continue
+        units = _feasible_units(sp)
+        if len(units) == 0:
+            out[i] = math.inf
+            continue
+        cost = np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
+        pending.append((i, sp, units, cost))
+    blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if not pending:
+        return out, blocks
+    whole = _unit_arrays(arr.take(np.repeat([p[0] for p in pending], [len(p[2]) for p in pending])),
+                         np.concatenate([_block_factors(sp.dims, units) for _, sp, units, _ in pending]))
+    n = len(whole.rest)
+    extra = np.concatenate([_dram_estimates(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, n))), arch, once=True)
+                            for a in range(0, n, _ROWS_PER_CALL)])
+    a = 0
+    for i, sp, units, cost in pending:
+        value = cost + extra[a:a + len(units)]
+        a += len(units)
+        out[i] = value.min()
+        blocks[id(skels[i])] = (units, value)
+    return out, blocks
+
+
+def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None) -> _Space | None:
+    """The blocking search of ``skel``, or None where the batch evaluator does not model the hardware."""
     try:
-        ev = BatchEvaluator(skel, arch)
+        ev = shared_evaluator(skel, arch)
     except ValueError:
-        return 0.0
+        return None
     dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
-    sp = _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), "energy", None)
-    if not dims:
-        return 0.0
-    units = _feasible_units(sp)
-    if len(units) == 0:
-        return math.inf
-    return float(_unit_costs(sp, units, total=True).min())
+    return _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed)
 
 
 def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
@@ -219,9 +269,16 @@ class _Arrays:
     trips: np.ndarray
     choices: np.ndarray  # (S, 6, len(_SPLITS)) DRAM-level loop counts tried per block dim
 
+    def take(self, idx) -> "_Arrays":
+        """These rows (repeats allowed)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        rows = {f: getattr(self, f)[idx] for f in _ROW_FIELDS + ("choices",)}
+        return _Arrays(self.layer, self.full, shr={k: v[idx] for k, v in self.shr.items()}, **rows)
 
+
+_ROW_FIELDS = ("rest", "mu", "s0", "in0", "s1", "dist", "nodes", "pes", "trips")
 _IDX = {d: i for i, d in enumerate(DIMS)}
-_SPLITS = (0.0, 0.5, 1.0)  # DRAM-level loop counts tried per dim: 1, about the square root, all
+_SPLITS = (0.0, 1 / 3, 2 / 3, 1.0)  # loop counts tried per dim: 1, about the cube root, its square, all
 _BIDX = [_IDX[d] for d in BLOCK_DIMS]
 
 
@@ -233,7 +290,6 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
     full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
     rows: dict = {}
     dist_cache: dict = {}
-    div_cache: dict = {}
     cols = []
     for s in skels:
         key = (id(s.partition), id(s.mapping), s.remaining)
@@ -254,13 +310,7 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
             grid = s.partition_grid
             if grid not in dist_cache:
                 dist_cache[grid] = _channel_distance(arch, grid) if arch.node_level is not None else 0.0
-            choice = []
-            for n in rest:
-                if n not in div_cache:
-                    divs = divisors(n)
-                    pick = lambda x: min(divs, key=lambda v: (abs(math.log(v) - x), v))  # noqa: E731
-                    div_cache[n] = tuple(pick(f * math.log(n)) for f in _SPLITS)
-                choice.append(div_cache[n])
+            choice = [_split_choices(n) for n in rest]
             row = rows[key] = (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
                                math.prod(mu) * math.prod(in0) * math.prod(rest), choice)
         cols.append(row)
@@ -272,6 +322,13 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
     return _Arrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
                    in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
                    pes.astype(float), trips.astype(float), choices.astype(np.int64))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_choices(n: int) -> tuple[int, ...]:
+    """The DRAM-level loop counts tried for a dim with ``n`` left (:data:`_SPLITS`)."""
+    divs = divisors(n)
+    return tuple(min(divs, key=lambda v: (abs(math.log(v) - f * math.log(n)), v)) for f in _SPLITS)
 
 
 def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
@@ -292,6 +349,80 @@ def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         itcn += (per_node if systolic else fp_pe[r.kind] * r.copies * arr.pes) * arr.nodes
         gbuf += per_node * arr.nodes
     return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + arr.trips * arch.static_energy
+
+
+def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
+    """The cheapest array-bus and node-buffer traffic of a family of analytic
+    REGF-level blockings, per skeleton (the :func:`_dram_estimates` family one
+    level down): for each tensor ``T`` kept in the registers, the register
+    block holds one of a few splits of ``T``'s own dims and the smallest block
+    of the others, whose loops run innermost (inside them, the mapping's own
+    loops). A tensor is re-fetched by every loop outside its innermost
+    relevant one; outputs write back and re-read their partial sums. Blocks
+    that overflow the register file are dropped (inf if all do)."""
+    layer = arr.layer
+    roles = tensor_roles(layer)
+    S, nd = arr.rest.shape
+    full, rest, choices = arr.full, arr.rest, arr.choices
+    cap = arch.levels[0].capacity // arch.word_bytes
+    systolic = arch.levels[0].same_level_transfer
+    e_gbuf, e_bus, e_regf = arch.levels[1].access_energy, arch.bus_energy, arch.levels[0].access_energy
+    in_dims = [i for i in range(len(DIMS)) if np.any(arr.in0[:, i] > 1)]
+    best = np.full(S, np.inf)
+    varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
+    for T in dict.fromkeys(r.kind for r in roles):
+        outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
+        inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
+        combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
+        combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
+        C = combos.shape[0]
+        t = np.ones((S, C, nd), dtype=np.int64)
+        for jj, j in enumerate(outer):
+            t[:, :, j] = choices[:, j, :][:, combos[:, jj]]
+        for j in inner:
+            t[:, :, j] = rest[:, None, j]
+        block = np.repeat(arr.mu[:, None, :], C, axis=1)
+        for j in range(nd):
+            block[:, :, _BIDX[j]] *= rest[:, None, j] // t[:, :, j]
+        c0 = np.minimum(block, full)
+        g0 = np.minimum(c0 * arr.s0[:, None, :], full)
+        fp_c, fp_g = _footprints(c0, layer), _footprints(g0, layer)
+        words = sum(fp_c[r.kind] * r.copies for r in roles)
+        # loops outermost first: T's dims, the others, then the mapping's inner loops
+        order_counts = [t[:, :, j] for j in outer + inner] + [np.broadcast_to(arr.in0[:, None, i], (S, C))
+                                                             for i in in_dims]
+        order_dims = [BLOCK_DIMS[j] for j in outer + inner] + [DIMS[i] for i in in_dims]
+        tt = np.stack(order_counts, axis=2) if order_counts else np.ones((S, C, 0), dtype=np.int64)
+        cum = np.cumprod(tt, axis=2)
+        L = tt.shape[2]
+        gbuf = np.zeros((S, C))
+        bus = np.zeros((S, C))
+        regf = np.zeros((S, C))
+        for r in roles:
+            rel = np.array([d in RELEVANT[r.kind] for d in order_dims], dtype=bool)
+            looping = (tt > 1) & rel[None, None, :]
+            if L:
+                pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
+                reload = np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0],
+                                  1)
+            else:
+                reload = np.ones((S, C), dtype=np.int64)
+            group = fp_g[r.kind] * reload * r.copies * arr.nodes[:, None]
+            pe = fp_c[r.kind] * reload * r.copies * (arr.nodes * arr.pes)[:, None]
+            if r.written:
+                distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
+                group = 2 * group - fp_g[r.kind] * distinct * r.copies * arr.nodes[:, None]
+                pe = 2 * pe - fp_c[r.kind] * distinct * r.copies * (arr.nodes * arr.pes)[:, None]
+            gbuf += group
+            if systolic:
+                bus += group
+                regf += np.maximum(pe - group, 0)
+            else:
+                bus += pe
+        energy = gbuf * e_gbuf + bus * e_bus + regf * e_regf
+        energy = np.where(words <= cap, energy, np.inf)
+        best = np.minimum(best, energy.min(axis=1))
+    return best
 
 
 def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
@@ -437,50 +568,50 @@ class _Space:
     feed: Feed | None
     evaluated: int = 0
 
+    def __post_init__(self) -> None:
+        kinds = tuple(sorted({r.kind for r in tensor_roles(self.skel.layer)}))
+        self._orders = _ORDERS.setdefault((kinds, self.dims), {})
+
     def orders(self, counts: np.ndarray) -> np.ndarray:
         """Every distinct loop order of the looping dims, as full column permutations
         (dims of count 1 outermost)."""
-        key = tuple(bool(c > 1) for c in counts)
-        kinds = tuple(sorted({r.kind for r in tensor_roles(self.skel.layer)}))
-        table = _ORDERS.setdefault((kinds, self.dims), {})
-        perms = table.get(key)
+        looping = counts > 1
+        key = looping.tobytes()
+        perms = self._orders.get(key)
         if perms is None:
-            looping = tuple(d for d, on in zip(self.dims, key) if on)
-            still = [j for j, on in enumerate(key) if not on]
+            on = tuple(d for d, flag in zip(self.dims, looping) if flag)
+            still = [j for j, flag in enumerate(looping) if not flag]
             col = {d: j for j, d in enumerate(self.dims)}
-            perms = np.array([still + [col[d] for d in o] for o in distinct_orders(self.skel.layer, looping)],
+            perms = np.array([still + [col[d] for d in o] for o in distinct_orders(self.skel.layer, on)],
                              dtype=np.int64).reshape(-1, len(self.dims))
-            table[key] = perms
+            self._orders[key] = perms
         return perms
 
     def costs(self, units, mids, rows, o1, o2):
         self.evaluated += len(rows)
-        kwargs = {"feed": self.feed} if (_BATCH_FEED and self.feed is not None) else {}
-        return batch_costs(self.skel, self.arch, units, mids, None, o1, o2, self.objective, self.dims, rows,
-                           **kwargs)
+        return self.ev.costs(units, mids, None, o1, o2, self.objective, self.dims, rows, self.feed)
 
 
 _ORDERS: dict = {}
 
 
-def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int):
-    """Bottom-up search of one skeleton: (best blocking or None, its objective, candidates costed)."""
-    try:
-        ev = BatchEvaluator(skel, arch)
-    except ValueError:
+def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None):
+    """Bottom-up search of one skeleton: (best blocking or None, its objective, candidates costed).
+    ``known``: its feasible register blocks with their estimates, if the ranking made them."""
+    sp = _space(skel, arch, objective, feed)
+    if sp is None:
         return _descend_scalar(skel, arch, objective, feed)
-    dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
-    sp = _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed)
+    ev, dims = sp.ev, sp.dims
     if not dims:
         res = sp.costs(np.ones((1, 0), np.int64), np.ones((1, 0), np.int64), np.zeros(1, np.int64),
                        np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64))
         if res.gbuf_words[0] > ev.gbuf_cap or res.regf_words[0] > ev.regf_cap:
             return None, math.inf, sp.evaluated
         return _finish(sp, res, np.arange(1))
-    units = _feasible_units(sp)
+    units = known[0] if known is not None else _feasible_units(sp)
     if len(units) == 0:
         return None, math.inf, sp.evaluated
-    chosen = _rank_units(sp, units, n_units)
+    chosen = _rank_units(sp, units, n_units, known)
     best = (None, math.inf)
     tried: set[tuple[int, ...]] = set()
     frontier = [tuple(int(v) for v in u) for u in chosen]
@@ -544,7 +675,7 @@ def _unit_costs(sp: _Space, units: np.ndarray, total: bool = False) -> np.ndarra
     rows = np.repeat(np.arange(F), nd)
     o1 = np.array([[j for j in range(nd) if j != i] + [i] for i in range(nd)] * F, dtype=np.int64)
     o2 = np.tile(np.arange(nd), (len(rows), 1))
-    res = batch_costs(sp.skel, arch, units, mids, None, o1, o2, "energy", sp.dims, rows)
+    res = sp.ev.costs(units, mids, None, o1, o2, "energy", sp.dims, rows)
     sp.evaluated += len(rows)
     if total:
         low = res.energy
@@ -553,12 +684,64 @@ def _unit_costs(sp: _Space, units: np.ndarray, total: bool = False) -> np.ndarra
     return low.reshape(F, nd).min(axis=1)
 
 
-def _rank_units(sp: _Space, units: np.ndarray, n: int) -> np.ndarray:
-    """REGF level: the ``n`` register blocks with the least array-bus and
-    register energy (:func:`_unit_costs`)."""
+def _rank_units(sp: _Space, units: np.ndarray, n: int, known=None) -> np.ndarray:
+    """REGF level: the ``n`` most promising register blocks (:func:`_unit_estimates`;
+    ``known``: these blocks with their estimates, from the ranking)."""
     if len(units) <= n:
         return units
-    return units[np.argsort(_unit_costs(sp, units), kind="stable")[:n]]
+    if known is not None:
+        units, value = known
+    else:
+        value = _unit_estimates(sp, units)
+    return units[np.argsort(value, kind="stable")[:n]]
+
+
+def _unit_estimates(sp: _Space, units: np.ndarray) -> np.ndarray:
+    """Each register block's whole energy with everything else in the node
+    buffer (:func:`_unit_costs`), plus what the analytic DRAM-level blockings
+    of :func:`_dram_estimates` must re-fetch once the block is fixed.
+
+    The register block sets the smallest block the node buffer can hold (a
+    block stacked over the PE array is that many times larger), so a block
+    that is cheap on the array can force the DRAM level to re-fetch."""
+    value = np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
+    if len(sp.arch.levels) < 3:
+        return value
+    rows = _arrays([sp.skel], sp.arch).take(np.zeros(len(units), dtype=np.int64))
+    return value + _dram_estimates(_unit_arrays(rows, _block_factors(sp.dims, units)), sp.arch, once=True)
+
+
+def _coverable(sp: _Space, units: np.ndarray) -> np.ndarray:
+    """Register blocks that leave no wholly idle iteration with the rest of
+    each dim either all at the REGF level or all at the DRAM level (a block
+    failing both is rarely rescued by a split in between, and only costs
+    the descent a wasted search)."""
+    ev = sp.ev
+    u = ev._full_factors(sp.dims, units)
+    left = ev._full_factors(sp.dims, sp.rest[None, :] // units)
+    ones = np.ones_like(u)
+    return ev.coverage_ok(u, ones, left) | ev.coverage_ok(u, left, ones)
+
+
+def _block_factors(dims: tuple[str, ...], units: np.ndarray) -> np.ndarray:
+    """Register blocks over ``dims`` as factors over every block dim ``(F, 6)``."""
+    out = np.ones((len(units), len(BLOCK_DIMS)), dtype=np.int64)
+    for j, d in enumerate(dims):
+        out[:, BLOCK_DIMS.index(d)] = units[:, j]
+    return out
+
+
+def _unit_arrays(rows: _Arrays, blocks: np.ndarray) -> _Arrays:
+    """Skeleton rows (one per register block) with each register block
+    (``blocks``, over every block dim) folded into the mapping's unit."""
+    rest = rows.rest // blocks
+    mu = rows.mu.copy()
+    mu[:, _BIDX] *= blocks
+    values, where = np.unique(rest, return_inverse=True)
+    table = np.array([_split_choices(int(n)) for n in values], dtype=np.int64)
+    fields = {f: getattr(rows, f) for f in _ROW_FIELDS}
+    fields.update(rest=rest, mu=mu)
+    return _Arrays(rows.layer, rows.full, shr=rows.shr, choices=table[where.reshape(rest.shape)], **fields)
 
 
 def _unit_moves(sp: _Space, u: tuple[int, ...]) -> list[tuple[int, ...]]:
