@@ -12,6 +12,7 @@ from kapla.solve.exhaustive import ExhaustiveIntraSolver
 from kapla.solve.kapla_intra import KaplaIntraSolver, estimate, estimates, rank_skeletons
 from kapla.solve.space import skeletons
 from kapla.workload.layer import Layer, Op
+from kapla.workload.zoo import get_network
 
 ARCH = load_arch("multinode").with_node_region(2, 2)
 LAYERS = [
@@ -39,6 +40,23 @@ def test_a_dram_bound_layer_on_the_whole_chip_is_close_to_the_optimum():
     assert kapla.cost.total_energy <= best.cost.total_energy * 1.05
 
 
+@pytest.mark.parametrize("arch_name, region, net, name, batch", [
+    ("edge", None, "resnet50", "conv4_br", 1),
+    ("multinode", (4, 4), "mobilenet", "conv1_pw", 64),
+], ids=["edge-conv4_br", "4x4-conv1_pw"])
+def test_pointwise_layers_reach_the_optimum(arch_name, region, net, name, batch):
+    # A register block that is cheap on the PE array can force the node
+    # buffer to hold a block too large to keep the inputs, and the DRAM level
+    # to re-fetch them (12 % and 22 % above the optimum before the register
+    # blocks were ranked with that re-fetch).
+    arch = load_arch(arch_name)
+    arch = arch.with_node_region(*region) if region else arch
+    layer = next(l for l in get_network(net, 1) if l.name == name)
+    kapla = KaplaIntraSolver().solve(layer, batch, arch)
+    best = ExhaustiveIntraSolver().solve(layer, batch, arch)
+    assert kapla.cost.total_energy <= best.cost.total_energy * 1.01
+
+
 def test_same_inputs_give_the_same_scheme():
     layer = LAYERS[0]
     a = KaplaIntraSolver().solve(layer, 8, ARCH)
@@ -53,8 +71,9 @@ def test_estimates_match_the_scalar_estimate_and_rank_every_skeleton():
     values = estimates(skels, ARCH)
     assert len(values) == len(skels) and all(math.isfinite(v) and v > 0 for v in values)
     assert values[3] == pytest.approx(estimate(skels[3], ARCH), rel=1e-9)
-    ranked = rank_skeletons(skels, ARCH, refine=5)
-    assert sorted(map(id, ranked)) == sorted(map(id, skels))
+    for refine, refine_regf in ((5, 0), (5, 3)):
+        ranked = rank_skeletons(skels, ARCH, refine=refine, refine_regf=refine_regf)
+        assert sorted(map(id, ranked)) == sorted(map(id, skels))
 
 
 @pytest.mark.parametrize("feed", [Feed(ifm_hops=2.0), Feed(to_dram=False), Feed(pinned=True),
