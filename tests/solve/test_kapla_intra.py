@@ -9,7 +9,12 @@ from kapla.arch import load_arch
 from kapla.model.evaluate import Feed, evaluate
 from kapla.solve.base import NoSchemeError
 from kapla.solve.exhaustive import ExhaustiveIntraSolver
-from kapla.solve.kapla_intra import KaplaIntraSolver, estimate, estimates, rank_skeletons
+from kapla.solve.kapla_intra import (
+    KaplaIntraSolver,
+    estimate,
+    estimates,
+    rank_skeletons,
+)
 from kapla.solve.space import skeletons
 from kapla.workload.layer import Layer, Op
 from kapla.workload.zoo import get_network

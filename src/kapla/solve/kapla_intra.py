@@ -58,8 +58,16 @@ from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_role
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
 from kapla.solve.batch import BatchEvaluator, shared_evaluator
-from kapla.solve.space import (BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors,
-                               node_partitions, sharing_options)
+from kapla.solve.space import (
+    BLOCK_DIMS,
+    Blocking,
+    Skeleton,
+    build_scheme,
+    distinct_orders,
+    divisors,
+    node_partitions,
+    sharing_options,
+)
 from kapla.workload.layer import Layer
 
 _MAX_CANDIDATES = 60_000  # per GBUF-level search; beyond it the REGF orders are thinned
@@ -269,7 +277,7 @@ class _Arrays:
     trips: np.ndarray
     choices: np.ndarray  # (S, 6, len(_SPLITS)) DRAM-level loop counts tried per block dim
 
-    def take(self, idx) -> "_Arrays":
+    def take(self, idx) -> _Arrays:
         """These rows (repeats allowed)."""
         idx = np.asarray(idx, dtype=np.int64)
         rows = {f: getattr(self, f)[idx] for f in _ROW_FIELDS + ("choices",)}
@@ -394,19 +402,12 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         order_dims = [BLOCK_DIMS[j] for j in outer + inner] + [DIMS[i] for i in in_dims]
         tt = np.stack(order_counts, axis=2) if order_counts else np.ones((S, C, 0), dtype=np.int64)
         cum = np.cumprod(tt, axis=2)
-        L = tt.shape[2]
         gbuf = np.zeros((S, C))
         bus = np.zeros((S, C))
         regf = np.zeros((S, C))
         for r in roles:
             rel = np.array([d in RELEVANT[r.kind] for d in order_dims], dtype=bool)
-            looping = (tt > 1) & rel[None, None, :]
-            if L:
-                pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
-                reload = np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0],
-                                  1)
-            else:
-                reload = np.ones((S, C), dtype=np.int64)
+            reload = _reloads(tt, cum, rel)
             group = fp_g[r.kind] * reload * r.copies * arr.nodes[:, None]
             pe = fp_c[r.kind] * reload * r.copies * (arr.nodes * arr.pes)[:, None]
             if r.written:
@@ -446,8 +447,6 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
                                                          arr.trips, arr.choices)
     base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
     cap = arch.levels[1].capacity // arch.word_bytes
-    sy, sx = layer.stride
-    dy, dx = layer.dilation
     kinds = [r.kind for r in roles]
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
@@ -482,14 +481,7 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
         rot = np.zeros((S, C))
         for r in roles:
             rel = np.array([BLOCK_DIMS[j] in RELEVANT[r.kind] for j in order], dtype=bool)
-            looping = (tt > 1) & rel[None, None, :]
-            L = len(order)
-            if L:
-                pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
-                reload = np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0],
-                                  1)
-            else:
-                reload = np.ones((S, C), dtype=np.int64)
+            reload = _reloads(tt, cum, rel)
             distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
             group_words = fps_g[r.kind] * reload * r.copies
             node_words = fps_c[r.kind] * reload * r.copies * nodes[:, None]
@@ -534,6 +526,18 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
     if not finite.all():
         best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * 4 + 1.0)
     return best
+
+
+def _reloads(counts: np.ndarray, cum: np.ndarray, relevant: np.ndarray) -> np.ndarray:
+    """How often a tensor is fetched through loops of ``counts`` ``(S, C, L)``
+    (outermost first; ``cum`` their running products): the product of the
+    counts down to its innermost looping relevant loop (``relevant``, per loop)."""
+    S, C, L = counts.shape
+    if not L:
+        return np.ones((S, C), dtype=np.int64)
+    looping = (counts > 1) & relevant[None, None, :]
+    pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
+    return np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0], 1)
 
 
 def _window(out, kernel, stride, dilation, whole):
