@@ -166,8 +166,13 @@ class BatchResult:
         )
 
     def best(self) -> int:
-        """Index of the smallest objective (the first one on ties)."""
-        return int(np.argmin(self.objective))
+        """Index of the smallest objective; ties go to the lower energy (under
+        latency many schemes take the compute steps), then to the first."""
+        i = int(np.argmin(self.objective))
+        if self.objective_name == "energy" or not math.isfinite(self.objective[i]):
+            return i
+        tied = np.flatnonzero(self.objective == self.objective[i])
+        return int(tied[np.argmin(self.energy[tied])])
 
 
 @dataclass(frozen=True)
@@ -811,6 +816,6 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
             rejected += len(res) - int(np.count_nonzero(res.ok))
         i = res.best()
         value = float(res.objective[i])
-        if value < best.value:
+        if math.isfinite(value) and (value, float(res.energy[i])) < (best.value, best.energy):
             best = BestBlocking(res.blocking(i), value, 0, float(res.energy[i]), float(res.time[i]))
     return BestBlocking(best.blocking, best.value, evaluated, best.energy, best.time, rejected)

@@ -34,7 +34,7 @@ from functools import lru_cache
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
-from kapla.model.evaluate import FROM_DRAM, Feed, LayerCost, evaluate
+from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
 from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
@@ -154,9 +154,9 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
 def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
                   feed: Feed = FROM_DRAM):
     start = time.perf_counter()
-    skels = sorted(((lower_bound(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
+    skels = sorted(((_bound_key(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
                    key=lambda pair: pair[0])
-    best: tuple[float, LayerScheme, LayerCost] | None = None
+    best: tuple[tuple[float, float], LayerScheme] | None = None
     evaluated = 0
     for bound, skel in skels:
         if best is not None and bound >= best[0]:
@@ -165,13 +165,20 @@ def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budg
             break
         found = enumerate_and_cost(skel, arch, objective, feed=feed)  # every blocking, costed in numpy batches
         evaluated += found.evaluated
-        if found.blocking is not None and (best is None or found.value < best[0]):
-            scheme = build_scheme(skel, found.blocking)
-            best = (found.value, scheme, None)
+        key = (found.value, found.energy)
+        if found.blocking is not None and (best is None or key < best[0]):
+            best = (key, build_scheme(skel, found.blocking))
     if best is None:
         return None, None, evaluated, time.perf_counter() - start
     scheme = best[1]
     return scheme, evaluate(scheme, arch, feed), evaluated, time.perf_counter() - start
+
+
+def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tuple[float, float]:
+    """(objective, energy) that no scheme of ``skel`` beats in that order: the
+    solver's optimum is the least objective, ties going to the least energy."""
+    energy = lower_bound(skel, arch, "energy", feed)
+    return (energy if objective == "energy" else lower_bound(skel, arch, objective, feed)), energy
 
 
 def _blockings(skel: Skeleton, arch: ArchSpec):

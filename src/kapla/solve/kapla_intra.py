@@ -96,7 +96,7 @@ class KaplaIntraSolver:
             raise no_scheme(layer, batch, arch)
         ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf)
         evaluated = 0
-        found: list[tuple[float, int, Skeleton, Blocking]] = []
+        found: list[tuple[tuple[float, float], int, Skeleton, Blocking]] = []
         for i, skel in enumerate(ranked[: self.top]):
             res = _descend(skel, arch, objective, feed, self.units, blocks.get(id(skel)))
             evaluated += res[2]
@@ -600,7 +600,7 @@ _ORDERS: dict = {}
 
 
 def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None):
-    """Bottom-up search of one skeleton: (best blocking or None, its objective, candidates costed).
+    """Bottom-up search of one skeleton: (best blocking or None, its (objective, energy), candidates costed).
     ``known``: its feasible register blocks with their estimates, if the ranking made them."""
     sp = _space(skel, arch, objective, feed)
     if sp is None:
@@ -610,13 +610,13 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
         res = sp.costs(np.ones((1, 0), np.int64), np.ones((1, 0), np.int64), np.zeros(1, np.int64),
                        np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64))
         if res.gbuf_words[0] > ev.gbuf_cap or res.regf_words[0] > ev.regf_cap:
-            return None, math.inf, sp.evaluated
-        return _finish(sp, res, np.arange(1))
+            return None, _NONE, sp.evaluated
+        return _finish(sp, res)
     units = known[0] if known is not None else _feasible_units(sp)
     if len(units) == 0:
-        return None, math.inf, sp.evaluated
+        return None, _NONE, sp.evaluated
     chosen = _rank_units(sp, units, n_units, known)
-    best = (None, math.inf)
+    best = (None, _NONE)
     tried: set[tuple[int, ...]] = set()
     frontier = [tuple(int(v) for v in u) for u in chosen]
     for _ in range(4):
@@ -625,7 +625,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
             break
         tried.update(frontier)
         found = _gbuf_level(sp, np.array(frontier, dtype=np.int64))
-        if found[1] < best[1] * (1 - 1e-12):
+        if _better(found[1], best[1]):
             best = found
         else:
             break
@@ -637,8 +637,17 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
         # the smallest register block leaves the node buffer the most room
         best = _gbuf_level(sp, np.array([ones], dtype=np.int64))
     if best[0] is None:
-        return None, math.inf, sp.evaluated
+        return None, _NONE, sp.evaluated
     return best[0].blocking, best[1], sp.evaluated
+
+
+_NONE = (math.inf, math.inf)  # the (objective, energy) of no scheme
+
+
+def _better(new: tuple[float, float], old: tuple[float, float]) -> bool:
+    """``new`` (objective, energy) beats ``old``: a lower objective, or the same
+    with less energy (latency ties), beyond float noise."""
+    return new[0] < old[0] * (1 - 1e-12) or (new[0] <= old[0] and new[1] < old[1] * (1 - 1e-12))
 
 
 @dataclass
@@ -647,12 +656,12 @@ class _Found:
     unit_key: tuple[int, ...]
 
 
-def _finish(sp: _Space, res, idx):
-    i = int(idx[np.argmin(res.objective[idx])])
+def _finish(sp: _Space, res):
+    i = res.best()
     value = float(res.objective[i])
     if not math.isfinite(value):
-        return None, math.inf, sp.evaluated
-    return res.blocking(i), value, sp.evaluated
+        return None, _NONE, sp.evaluated
+    return res.blocking(i), (value, float(res.energy[i])), sp.evaluated
 
 
 def _feasible_units(sp: _Space) -> np.ndarray:
@@ -783,7 +792,7 @@ def _gbuf_level(sp: _Space, units: np.ndarray):
     U = np.concatenate(all_u)
     A = np.concatenate(all_m)
     if len(U) == 0:
-        return None, math.inf
+        return None, _NONE
     tops = sp.rest[None, :] // (U * A)
     per1 = [sp.orders(a) for a in A]
     per2 = [sp.orders(t) for t in tops]
@@ -802,8 +811,8 @@ def _gbuf_level(sp: _Space, units: np.ndarray):
     i = res.best()
     value = float(res.objective[i])
     if not math.isfinite(value):
-        return None, math.inf
-    return _Found(res.blocking(i), tuple(int(v) for v in U[rows[i]])), value
+        return None, _NONE
+    return _Found(res.blocking(i), tuple(int(v) for v in U[rows[i]])), (value, float(res.energy[i]))
 
 
 def _innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
@@ -847,9 +856,10 @@ def _descend_scalar(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed |
                             tuple((d, rest[d] // (u[d] * a[d])) for d in o2))
         scheme = build_scheme(skel, blocking)
         if scheme.buffer_words(0) > regf_cap or scheme.buffer_words(1) > gbuf_cap:
-            return math.inf, blocking
+            return _NONE, blocking
         evaluated += 1
-        return evaluate(scheme, arch, feed or FROM_DRAM, check=False).objective(objective), blocking
+        cost = evaluate(scheme, arch, feed or FROM_DRAM, check=False)
+        return (cost.objective(objective), cost.total_energy), blocking
 
     best = cost(unit, mid, dims, dims)
     improved = True
@@ -860,10 +870,10 @@ def _descend_scalar(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed |
                 for p in _primes(rest[d] // (unit[d] * mid[d])):
                     table[d] *= p
                     trial = cost(unit, mid, dims, dims)
-                    if trial[0] < best[0]:
+                    if _better(trial[0], best[0]):
                         best, improved = trial, True
                     else:
                         table[d] //= p
-    if not math.isfinite(best[0]):
-        return None, math.inf, evaluated
+    if not math.isfinite(best[0][0]):
+        return None, _NONE, evaluated
     return best[1], best[0], evaluated
