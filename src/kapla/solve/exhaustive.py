@@ -178,7 +178,10 @@ def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tu
     """(objective, energy) that no scheme of ``skel`` beats in that order: the
     solver's optimum is the least objective, ties going to the least energy."""
     energy = lower_bound(skel, arch, "energy", feed)
-    return (energy if objective == "energy" else lower_bound(skel, arch, objective, feed)), energy
+    if objective == "energy":
+        return energy, energy
+    trips = lower_bound(skel, arch, "latency", feed)  # the compute steps, without the energy bound again
+    return (trips if objective == "latency" else energy * trips), energy
 
 
 def _blockings(skel: Skeleton, arch: ArchSpec):

@@ -178,9 +178,8 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int):
     """:func:`rank_skeletons`, and the register blocks of the refined
     skeletons with their estimates (by ``id`` of the skeleton) for the descent."""
     arr = _arrays(skels, arch)
-    values = _on_chip_estimates(arr, arch)
-    dram = _dram_estimates(arr, arch) if len(arch.levels) >= 3 else 0.0
-    values = values + dram
+    on_chip, dram = _estimate_parts(arr, arch)
+    values = on_chip + dram
     order = [int(i) for i in np.argsort(values, kind="stable")]
     blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if refine and len(arch.levels) == 3:
@@ -214,8 +213,7 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
         if len(units) == 0:
             out[i] = math.inf
             continue
-        cost = np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
-        pending.append((i, sp, units, cost))
+        pending.append((i, sp, units, _on_array_costs(sp, units)))
     blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if not pending:
         return out, blocks
@@ -245,11 +243,13 @@ def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None) ->
 
 def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
     """:func:`estimate` of every skeleton, vectorised over all of them."""
-    arr = _arrays(skels, arch)
-    value = _on_chip_estimates(arr, arch)
-    if len(arch.levels) < 3:
-        return value
-    return value + _dram_estimates(arr, arch)
+    on_chip, dram = _estimate_parts(_arrays(skels, arch), arch)
+    return on_chip + dram
+
+
+def _estimate_parts(arr: _Arrays, arch: ArchSpec):
+    """The two parts of :func:`estimates`: on chip, and DRAM (0 without a level above the node buffer)."""
+    return _on_chip_estimates(arr, arch), (_dram_estimates(arr, arch) if len(arch.levels) >= 3 else 0.0)
 
 
 def estimate(skel: Skeleton, arch: ArchSpec) -> float:
@@ -371,7 +371,7 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     layer = arr.layer
     roles = tensor_roles(layer)
     S, nd = arr.rest.shape
-    full, rest, choices = arr.full, arr.rest, arr.choices
+    full, rest = arr.full, arr.rest
     cap = arch.levels[0].capacity // arch.word_bytes
     systolic = arch.levels[0].same_level_transfer
     e_gbuf, e_bus, e_regf = arch.levels[1].access_energy, arch.bus_energy, arch.levels[0].access_energy
@@ -379,16 +379,8 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
     for T in dict.fromkeys(r.kind for r in roles):
-        outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
-        inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
-        combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
-        combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
-        C = combos.shape[0]
-        t = np.ones((S, C, nd), dtype=np.int64)
-        for jj, j in enumerate(outer):
-            t[:, :, j] = choices[:, j, :][:, combos[:, jj]]
-        for j in inner:
-            t[:, :, j] = rest[:, None, j]
+        outer, inner, t = _family_counts(arr, T, varying)
+        C = t.shape[1]
         block = np.repeat(arr.mu[:, None, :], C, axis=1)
         for j in range(nd):
             block[:, :, _BIDX[j]] *= rest[:, None, j] // t[:, :, j]
@@ -426,6 +418,24 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     return best
 
 
+def _family_counts(arr: _Arrays, T: Kind, varying: list[int]):
+    """The loop counts above the buffer of a family keeping ``T`` resident:
+    ``T``'s own varying dims (``outer``) split by each combination of
+    :data:`_SPLITS`, the others (``inner``) looping over all that is left;
+    ``t`` is ``(S, C, 6)`` over the block dims, one column of ``C`` per combination."""
+    S, nd = arr.rest.shape
+    outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
+    inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
+    combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
+    combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
+    t = np.ones((S, len(combos), nd), dtype=np.int64)
+    for jj, j in enumerate(outer):
+        t[:, :, j] = arr.choices[:, j, :][:, combos[:, jj]]
+    for j in inner:
+        t[:, :, j] = arr.rest[:, None, j]
+    return outer, inner, t
+
+
 def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
     """The cheapest DRAM-level traffic of a family of analytic blockings, per skeleton.
 
@@ -443,24 +453,16 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
     roles = tensor_roles(layer)
     S, nd = arr.rest.shape
     bidx = _BIDX
-    full, rest, s1, shr, dist, nodes, trips, choices = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
-                                                         arr.trips, arr.choices)
+    full, rest, s1, shr, dist, nodes, trips = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
+                                               arr.trips)
     base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
     cap = arch.levels[1].capacity // arch.word_bytes
     kinds = [r.kind for r in roles]
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
     for T in dict.fromkeys(kinds):
-        outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
-        inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
-        combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
-        combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
-        C = combos.shape[0]
-        t = np.ones((S, C, nd), dtype=np.int64)
-        for jj, j in enumerate(outer):
-            t[:, :, j] = choices[:, j, :][:, combos[:, jj]]
-        for j in inner:
-            t[:, :, j] = rest[:, None, j]
+        outer, inner, t = _family_counts(arr, T, varying)
+        C = t.shape[1]
         m_factor = np.ones((S, C, len(DIMS)), dtype=np.int64)
         for j in range(nd):
             m_factor[:, :, bidx[j]] = rest[:, None, j] // t[:, :, j]
@@ -717,11 +719,17 @@ def _unit_estimates(sp: _Space, units: np.ndarray) -> np.ndarray:
     The register block sets the smallest block the node buffer can hold (a
     block stacked over the PE array is that many times larger), so a block
     that is cheap on the array can force the DRAM level to re-fetch."""
-    value = np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
+    value = _on_array_costs(sp, units)
     if len(sp.arch.levels) < 3:
         return value
     rows = _arrays([sp.skel], sp.arch).take(np.zeros(len(units), dtype=np.int64))
     return value + _dram_estimates(_unit_arrays(rows, _block_factors(sp.dims, units)), sp.arch, once=True)
+
+
+def _on_array_costs(sp: _Space, units: np.ndarray) -> np.ndarray:
+    """:func:`_unit_costs` (whole energy) of each register block, inf for a
+    block that cannot be covered (:func:`_coverable`)."""
+    return np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
 
 
 def _coverable(sp: _Space, units: np.ndarray) -> np.ndarray:
