@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -15,7 +16,8 @@ runner = CliRunner()
 def test_list():
     result = runner.invoke(app, ["arch", "list"])
     assert result.exit_code == 0
-    assert result.stdout.split() == ["edge", "eyeriss", "multinode", "multinode_4x4"]
+    assert result.stdout.split() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
+                                     "simba"]
 
 
 def test_show_preset():
@@ -43,3 +45,33 @@ def test_show_bad_file_exits_2(write_yaml, multinode_data):
 def test_show_unknown_name_exits_2():
     result = runner.invoke(app, ["arch", "show", "tpu9000"])
     assert result.exit_code == 2 and result.stderr.startswith("error: unknown hardware 'tpu9000'")
+
+
+def test_show_simba_lists_the_generic_hierarchy():
+    result = runner.invoke(app, ["arch", "show", "simba"])
+    assert result.exit_code == 0
+    out = result.stdout
+    assert out.startswith("simba: 1 nodes (1x1), 1024 PEs (1x8 per VBUF), 8-bit words (ofm 24-bit)")
+    for level in ("REGF", "VBUF", "PEBUF", "GBUF", "DRAM"):
+        assert f"  {level} " in out
+    assert "wgt 4 KiB + ofm 384 B" in out          # split capacity
+    assert "ifm,ofm" in out and "holds" in out     # what each level keeps
+    assert "partition" in out and "free" in out    # unrolls
+    assert "(interstellar)" in out                 # energies from the table
+    assert "tensor widths: ifm 8 bit, wgt 8 bit, ofm 24 bit" in out
+    assert "array bus (ITCN, into REGF): 64 bit" in out
+
+
+def test_show_interstellar_and_a_level_bus(tmp_path):
+    result = runner.invoke(app, ["arch", "show", "interstellar"])
+    assert result.exit_code == 0 and "PE mapping: C|K+repl" in result.stdout
+    assert "13.5 pJ (interstellar)" in result.stdout and "0.96 pJ (interstellar)" in result.stdout
+    example = Path(__file__).resolve().parents[2] / "examples" / "four_level.yaml"
+    result = runner.invoke(app, ["arch", "show", str(example)])
+    assert result.exit_code == 0 and "bus into LBUF: 256 bit = 16 words/cycle, 0.5 pJ/word" in result.stdout
+
+
+def test_show_simba_json_loads_back():
+    result = runner.invoke(app, ["arch", "show", "simba", "--json"])
+    assert result.exit_code == 0
+    assert parse_arch(json.loads(result.stdout)) == load_arch("simba")

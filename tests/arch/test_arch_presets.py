@@ -10,7 +10,7 @@ PJ = 1e-12
 
 
 def test_list_presets():
-    assert list_presets() == ["edge", "eyeriss", "multinode", "multinode_4x4"]
+    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4", "simba"]
 
 
 def test_multinode_structure():
@@ -80,7 +80,7 @@ def test_eyeriss():
     assert costs == pytest.approx((2, 1, 4, 15, 460))
 
 
-@pytest.mark.parametrize("name", ["edge", "eyeriss", "multinode", "multinode_4x4"])
+@pytest.mark.parametrize("name", list_presets())
 def test_describe_mentions_every_level(name):
     spec = load_arch(name)
     text = describe_arch(spec)

@@ -9,9 +9,21 @@ Knows nothing of workloads or schedules. Typical use::
 Units: capacities in bytes per unit, energies in pJ in files (``*_pj``) and
 joules from the ``*_energy`` properties, bandwidths in bytes per cycle per unit
 (DRAM: total), clock in MHz. See :mod:`kapla.arch.spec`.
+
+Per level and tensor kind (``"ifm"``, ``"wgt"``, ``"ofm"``), the cost model reads
+the resolved accessors: ``spec.holds(i, kind)``, ``spec.holders(kind)``,
+``spec.capacity_bytes(i, kind)``, ``spec.read_energy(i, kind)``,
+``spec.write_energy(i, kind)``, ``spec.bus_of(i)``, ``spec.unroll_of(i)``,
+``spec.tensor_bits_of(kind)``. The template is described in docs/hardware.md.
 """
 
 from kapla.arch.describe import describe_arch, format_bytes
+from kapla.arch.energy_tables import (
+    EnergyTable,
+    energy_table,
+    energy_table_names,
+    register_energy_table,
+)
 from kapla.arch.loader import list_presets, load_arch, load_preset, parse_arch, read_arch_file
 from kapla.arch.mapping import (
     PeMappingTemplate,
@@ -19,23 +31,44 @@ from kapla.arch.mapping import (
     pe_mapping_names,
     register_pe_mapping,
 )
-from kapla.arch.spec import ArchOptions, ArchSpec, ArrayBus, MemLevel, validate_arch
+from kapla.arch.spec import (
+    TENSOR_KINDS,
+    ArchOptions,
+    ArchSpec,
+    ArrayBus,
+    BusSpec,
+    MemLevel,
+    SplitCapacity,
+    TensorBits,
+    validate_arch,
+)
+from kapla.arch.unroll import Unroll, parse_unroll
 
 __all__ = [
+    "TENSOR_KINDS",
     "ArchOptions",
     "ArchSpec",
     "ArrayBus",
+    "BusSpec",
+    "EnergyTable",
     "MemLevel",
     "PeMappingTemplate",
+    "SplitCapacity",
+    "TensorBits",
+    "Unroll",
     "describe_arch",
+    "energy_table",
+    "energy_table_names",
     "format_bytes",
     "get_pe_mapping",
     "list_presets",
     "load_arch",
     "load_preset",
     "parse_arch",
+    "parse_unroll",
     "pe_mapping_names",
     "read_arch_file",
+    "register_energy_table",
     "register_pe_mapping",
     "validate_arch",
 ]

@@ -5,6 +5,10 @@ Sec. III-C: "the lowest-level REGF dataflow scheme should be either fully fixed
 or constrained by certain patterns"). The hardware spec only stores the name;
 keeping a registry lets a new template be added by name without touching the
 spec model, and lets later layers attach their own behaviour to the name.
+
+A template is one form of a level's *unroll* (:mod:`kapla.arch.unroll`); the
+others (``free``, ``partition``, Interstellar's ``U|V`` dims) need no registry.
+Templates apply to level 0 only.
 """
 
 from __future__ import annotations

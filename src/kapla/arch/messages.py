@@ -17,6 +17,10 @@ from pydantic_core import PydanticCustomError
 #: Type of the errors raised by cross-field checks; ``ctx["path"]`` is the
 #: offending field relative to the model that raised it.
 PATH_ERROR = "arch_path"
+#: Prefix of the tags of tagged unions (e.g. a capacity that is a byte count or
+#: a per-tensor mapping); they are pydantic's bookkeeping, not part of the
+#: field path the user wrote, so :func:`format_path` leaves them out.
+UNION_TAG = "<union>"
 
 # Pydantic's wording is about "Input"; ours is about the field.
 _REWORDED = {
@@ -46,6 +50,8 @@ def format_path(loc: Iterable[str | int]) -> str:
     """``("levels", 1, "capacity")`` -> ``levels[1].capacity``."""
     out = ""
     for part in loc:
+        if isinstance(part, str) and part.startswith(UNION_TAG):
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -62,8 +68,11 @@ def format_validation_error(err: ValidationError, known_fields: Iterable[str] = 
 def _format_one(e: Any, known_fields: list[str]) -> str:
     kind, loc, ctx = e["type"], tuple(e["loc"]), e.get("ctx") or {}
     if kind == PATH_ERROR:
-        where = format_path(loc)
-        return f"{where}.{ctx['path']}: {ctx['why']}" if where else f"{ctx['path']}: {ctx['why']}"
+        where, path = format_path(loc), ctx["path"]
+        if not where:
+            return f"{path}: {ctx['why']}"
+        # A relative path may continue an index or attribute: "[1]", ".wgt".
+        return f"{where}{'' if path.startswith(('[', '.')) else '.'}{path}: {ctx['why']}"
     where = format_path(loc) or "(top level)"
     if kind == "extra_forbidden":
         close = difflib.get_close_matches(str(loc[-1]), known_fields, n=1)

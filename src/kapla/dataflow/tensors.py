@@ -18,7 +18,6 @@ layers have no weights; an element-wise layer reads ``n_inputs`` IFMs.
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Mapping
@@ -65,16 +64,25 @@ def layer_dims(layer: Layer, batch: int) -> dict[str, int]:
     return {"N": batch, **layer.loops}
 
 
-def window(out: int, kernel: int, stride: int, dilation: int) -> int:
+def window(out, kernel, stride: int, dilation: int):
     """Input rows (or columns) read by ``out`` outputs of a ``kernel``-tap window.
 
     Contiguous windows read their whole span; a stride larger than the window
     (or dilation gaps) leaves rows no output needs, which are not fetched.
+    ``out`` and ``kernel`` may be ints (an int is returned) or integer arrays.
     """
-    span = (out - 1) * stride + (kernel - 1) * dilation + 1
+    if isinstance(out, (int, np.integer)) and isinstance(kernel, (int, np.integer)):
+        out, kernel = int(out), int(kernel)
+        if dilation == 1:
+            return min((out - 1) * stride + kernel, out * kernel)
+        return _touched(out, kernel, stride, dilation)
+    out, kernel = np.asarray(out, dtype=np.int64), np.asarray(kernel, dtype=np.int64)
     if dilation == 1:
-        return min(span, out * kernel)
-    return _touched(out, kernel, stride, dilation)
+        return np.minimum((out - 1) * stride + kernel, out * kernel)
+    pairs, inv = np.unique(np.stack(np.broadcast_arrays(out, kernel), axis=-1).reshape(-1, 2), axis=0,
+                           return_inverse=True)
+    vals = np.array([_touched(int(o), int(k), stride, dilation) for o, k in pairs], dtype=np.int64)
+    return vals[inv.reshape(-1)].reshape(np.broadcast_shapes(out.shape, kernel.shape))
 
 
 @lru_cache(maxsize=4096)
@@ -83,26 +91,65 @@ def _touched(out: int, kernel: int, stride: int, dilation: int) -> int:
     return len(np.unique((np.arange(out)[:, None] * stride + taps[None, :]).ravel()))
 
 
+DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
+"""Column of each loop dimension in block arrays."""
+
+RELEVANT_MASK: Mapping[Kind, np.ndarray] = {k: np.array([d in RELEVANT[k] for d in DIMS]) for k in Kind}
+"""Per kind, which columns of a block array index the tensor."""
+
+WINDOW_AXIS = np.array([{"Y": 0, "S": 0, "X": 1, "R": 1}.get(d, -1) for d in DIMS])
+"""The input-window axis (0 rows, 1 columns) a loop dimension moves, -1 for none."""
+
+
+def whole_input(layer: Layer) -> tuple[int, int]:
+    """Rows and columns of the padded input the whole layer reads."""
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    return window(layer.yo, layer.s, sy, dy), window(layer.xo, layer.r, sx, dx)
+
+
+def ifm_extents(block: np.ndarray, layer: Layer) -> tuple[np.ndarray, np.ndarray]:
+    """Input rows and columns each block of a ``(..., 8)`` array reads (never
+    more than the padded input)."""
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    full_rows, full_cols = whole_input(layer)
+    rows = np.minimum(window(block[..., DIM_INDEX["Y"]], block[..., DIM_INDEX["S"]], sy, dy), full_rows)
+    cols = np.minimum(window(block[..., DIM_INDEX["X"]], block[..., DIM_INDEX["R"]], sx, dx), full_cols)
+    return rows, cols
+
+
+def footprints(block: np.ndarray, layer: Layer, kinds=tuple(Kind)) -> dict[Kind, np.ndarray]:
+    """Elements of each kind touched by each block of a ``(..., 8)`` integer array
+    of loop extents (columns in :data:`DIMS` order): the one footprint rule."""
+    col = DIM_INDEX
+    g = block[..., col["G"]]
+    out = {}
+    for kind in kinds:
+        if kind == Kind.WGT:
+            out[kind] = g * block[..., col["K"]] * block[..., col["C"]] * block[..., col["S"]] * block[..., col["R"]]
+        elif kind == Kind.OFM:
+            out[kind] = block[..., col["N"]] * g * block[..., col["K"]] * block[..., col["Y"]] * block[..., col["X"]]
+        else:
+            rows, cols = ifm_extents(block, layer)
+            out[kind] = block[..., col["N"]] * g * block[..., col["C"]] * rows * cols
+    return out
+
+
+def as_block(block: Mapping[str, int]) -> np.ndarray:
+    """A ``{dim: extent}`` mapping as a block array (missing dims are 1)."""
+    return np.array([block.get(d, 1) for d in DIMS], dtype=np.int64)
+
+
 def footprint(kind: Kind, block: Mapping[str, int], layer: Layer) -> int:
-    """Elements of a ``kind`` tensor touched by a block of the loop nest."""
-    g = block.get("G", 1)
-    if kind == Kind.WGT:
-        return g * block.get("K", 1) * block.get("C", 1) * block.get("S", 1) * block.get("R", 1)
-    n = block.get("N", 1)
-    if kind == Kind.OFM:
-        return n * g * block.get("K", 1) * block.get("Y", 1) * block.get("X", 1)
-    return n * g * block.get("C", 1) * math.prod(ifm_extent(block, layer))
+    """Elements of a ``kind`` tensor touched by one block of the loop nest."""
+    return int(footprints(as_block(block), layer, (kind,))[kind])
 
 
 def ifm_extent(block: Mapping[str, int], layer: Layer) -> tuple[int, int]:
-    """Input rows and columns a block reads (never more than the padded input)."""
-    sy, sx = layer.stride
-    dy, dx = layer.dilation
-    rows = window(block.get("Y", 1), block.get("S", 1), sy, dy)
-    cols = window(block.get("X", 1), block.get("R", 1), sx, dx)
-    full_rows = window(layer.yo, layer.s, sy, dy)
-    full_cols = window(layer.xo, layer.r, sx, dx)
-    return min(rows, full_rows), min(cols, full_cols)
+    """Input rows and columns one block reads (never more than the padded input)."""
+    rows, cols = ifm_extents(as_block(block), layer)
+    return int(rows), int(cols)
 
 
 def tensor_roles(layer: Layer, ifm_name: str | None = None) -> tuple[TensorRole, ...]:

@@ -57,8 +57,13 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, footprint, ifm_extent, layer_dims, tensor_roles, window
-from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, _channel_distance
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, layer_dims
+from kapla.model.cost import evaluate_nests
+from kapla.model.feed import FROM_DRAM, Feed
+from kapla.model.hardware import ITCN, hardware
+from kapla.model.nests import Loops, Nests, constant_stacks
+from kapla.model.objective import objective_of
+from kapla.model.rules import buffer_words, coverage, coverage_violations, held_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.solve.space import Blocking, Skeleton  # noqa: F401
@@ -73,11 +78,6 @@ __all__ = [
     "enumerate_blockings",
 ]
 
-_OBJECTIVES = ("energy", "latency", "edp")
-_DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
-_REL = {k: np.array([d in RELEVANT[k] for d in DIMS]) for k in Kind}
-# Input-window axis of each loop dim (-1: not a window dim).
-_AXIS = np.array([{"Y": 0, "S": 0, "X": 1, "R": 1}.get(d, -1) for d in DIMS])
 _DEFAULT_CHUNK = 1 << 13  # candidates per array pass (fastest around here: the temporaries stay in cache)
 
 
@@ -187,136 +187,93 @@ class BestBlocking:
     rejected: int = 0  # of those, the invalid ones (feed constraints, idle loop iterations)
 
 
-@dataclass(frozen=True)
-class _Role:
-    kind: Kind
-    written: bool
-    copies: int
-    name: str
-
-
 class BatchEvaluator:
-    """The blocking-independent part of the cost of a skeleton on ``arch``."""
+    """Loop blockings of one skeleton on ``arch``, as the cost model's nests.
+
+    The skeleton fixes the stacks of both levels and the PE mapping's unit
+    block and innermost loops; a blocking adds, per block dimension, the unit
+    factor, the REGF-level and GBUF-level loop counts and the loop order at
+    both levels. This class turns arrays of blockings into
+    :class:`~kapla.model.nests.Nests` and costs them with
+    :func:`kapla.model.cost.evaluate_nests` (the evaluator's own code).
+    """
 
     def __init__(self, skel: Skeleton, arch: ArchSpec) -> None:
         if len(arch.levels) != 3 or tuple(skel.levels) != arch.level_names[:2]:
             raise ValueError(f"batch evaluation needs the skeleton's levels {tuple(skel.levels)} to be the "
                              f"hardware's on-chip levels, REGF-like then GBUF-like (got {arch.level_names})")
         self.skel, self.arch = skel, arch
+        self.hw = hardware(arch)
         layer, m = skel.layer, skel.mapping
         self.layer = layer
         self.full = np.array([layer_dims(layer, skel.batch)[d] for d in DIMS], dtype=np.int64)
         self.rest = skel.rest
         unit = m.unit_dims
         self.mu = np.array([unit.get(d, 1) for d in DIMS], dtype=np.int64)
-        self.s0 = np.array([math.prod(st.count for st in m.stacks if st.dim == d) for d in DIMS], dtype=np.int64)
-        self.in0 = np.array([math.prod(lp.count for lp in m.inner if lp.dim == d) for d in DIMS], dtype=np.int64)
-        self.s1 = np.array([math.prod(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS],
-                           dtype=np.int64)
-        self.inner = tuple((_DIM_INDEX[lp.dim], lp.count) for lp in m.inner)
-        # per dim, the counts of its PE stacks, of the mapping's loops (innermost
-        # first) and of its node stacks, in the order validity.dim_loops lists them
-        self.stacks0 = tuple(tuple(st.count for st in m.stacks if st.dim == d) for d in DIMS)
-        self.inner_up = tuple(tuple(lp.count for lp in reversed(m.inner) if lp.dim == d) for d in DIMS)
-        self.stacks1 = tuple(tuple(st.count for st in skel.partition.stacks if st.dim == d) for d in DIMS)
-        self.pes = math.prod(st.count for st in m.stacks)
-        self.nodes = math.prod(st.count for st in skel.partition.stacks)
-        self.shr = dict(skel.shr)
-        self.roles = tuple(_Role(r.kind, r.written, r.copies, r.name) for r in tensor_roles(layer))
-        self.kinds = tuple(dict.fromkeys(r.kind for r in self.roles))
-        sy, sx = layer.stride
-        dy, dx = layer.dilation
-        # The shift of an input window per step of each loop dim (Y/X: stride; S/R: dilation).
-        self.shift = np.array([{"Y": sy, "X": sx, "S": dy, "R": dx}.get(d, 0) for d in DIMS], dtype=np.int64)
-        self.full_rows = window(layer.yo, layer.s, sy, dy)
-        self.full_cols = window(layer.xo, layer.r, sx, dx)
-        # The whole input a sliding window can cover (traffic._block_volume clamps its union to it).
-        self.whole = ifm_extent({d: layer.loops[d] for d in "YXSR"}, layer)
-        self.distance = _channel_distance(arch, skel.partition_grid)
-        # What a tensor fetched once from the top moves (``evaluate._check_feed``).
-        dims = layer_dims(layer, skel.batch)
-        self.once = {r.name: footprint(r.kind, dims, layer) * r.copies for r in self.roles}
-        self.ops = layer.loop_ops * skel.batch
-        self.regf_datapath = float(sum(self.ops * r.copies * (2 if r.written else 1) for r in self.roles))
-        self.systolic = arch.levels[0].same_level_transfer
-        self.names = arch.level_names
+        self.stacks0 = tuple((st.dim, st.rows, st.cols) for st in m.stacks)
+        self.stacks1 = tuple((st.dim, st.rows, st.cols) for st in skel.partition.stacks)
+        self.inner = tuple((DIM_INDEX[lp.dim], lp.count) for lp in m.inner)
+        self.shr = {k: np.int64(n) for k, n in skel.shr}
         self.regf_cap = arch.levels[0].capacity // arch.word_bytes
         self.gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+        self._probe = self._nests(np.ones((1, len(DIMS)), np.int64), np.ones((1, len(DIMS)), np.int64),
+                                  np.ones((1, len(DIMS)), np.int64), np.zeros(1, np.int64),
+                                  np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64), ())
+
+    # ------------------------------------------------------------ nests
+
+    def _nests(self, u: np.ndarray, a: np.ndarray, t: np.ndarray, rows: np.ndarray, ord1: np.ndarray,
+               ord2: np.ndarray, dims: Sequence[str], feed_name: str | None = None) -> Nests:
+        """Blockings as nests: full unit, REGF-level and GBUF-level factors ``(F, 8)``,
+        each candidate's combination ``rows`` and its orders (columns of ``dims``)."""
+        F, M = u.shape[0], rows.shape[0]
+        dim_cols = np.array([DIM_INDEX[d] for d in dims], dtype=np.int64)
+        d1 = dim_cols[ord1] if len(dims) else np.zeros((M, 0), np.int64)
+        d2 = dim_cols[ord2] if len(dims) else np.zeros((M, 0), np.int64)
+        r2 = rows[:, None]
+        inner_dims = np.broadcast_to(np.array([d for d, _ in self.inner], dtype=np.int64), (M, len(self.inner)))
+        inner_counts = np.broadcast_to(np.array([c for _, c in self.inner], dtype=np.int64), (M, len(self.inner)))
+        regf = Loops(np.concatenate([d1, inner_dims], axis=1), np.concatenate([a[r2, d1], inner_counts], axis=1))
+        gbuf = Loops(d2, t[r2, d2])
+        shr = {k: np.full(F, n) for k, n in self.shr.items()}
+        return Nests(self.layer, self.skel.batch, self.mu * u,
+                     (constant_stacks(self.stacks0, F), constant_stacks(self.stacks1, F)), (regf, gbuf),
+                     ({}, shr), rows, ifm_name=None, level_names=self.arch.level_names[:2])
+
+    def full_factors(self, dims: Sequence[str], arr: np.ndarray) -> np.ndarray:
+        """Factors over ``dims`` ``(M, len(dims))`` as factors over every loop dim ``(M, 8)``."""
+        out = np.ones((arr.shape[0], len(DIMS)), dtype=np.int64)
+        for j, d in enumerate(dims):
+            out[:, DIM_INDEX[d]] = arr[:, j]
+        return out
 
     # ------------------------------------------------------------ blocks
 
-    def _window(self, out: np.ndarray, kernel: np.ndarray, axis: int) -> np.ndarray:
-        """Vectorised ``tensors.window`` clipped to the padded input (``ifm_extent``)."""
-        stride, dilation = self.layer.stride[axis], self.layer.dilation[axis]
-        if dilation == 1:
-            span = (out - 1) * stride + (kernel - 1) + 1
-            rows = np.minimum(span, out * kernel)
-        else:
-            pairs, inv = np.unique(np.stack([out, kernel], axis=1), axis=0, return_inverse=True)
-            vals = np.array([window(int(o), int(k), stride, dilation) for o, k in pairs], dtype=np.int64)
-            rows = vals[inv.reshape(-1)]
-        return np.minimum(rows, self.full_rows if axis == 0 else self.full_cols)
-
-    def _footprints(self, block: np.ndarray) -> tuple[dict[Kind, np.ndarray], np.ndarray, np.ndarray]:
-        """Footprint of every kind of a ``(M, 8)`` block, and its input rows and columns."""
-        n, g, c, k, y, x, s, r = (block[:, _DIM_INDEX[d]] for d in "NGCKYXSR")
-        rows = self._window(y, s, 0)
-        cols = self._window(x, r, 1)
-        fp = {}
-        for kind in self.kinds:
-            if kind == Kind.WGT:
-                fp[kind] = g * k * c * s * r
-            elif kind == Kind.OFM:
-                fp[kind] = n * g * k * y * x
-            else:
-                fp[kind] = n * g * c * (rows * cols)
-        return fp, rows, cols
-
     def buffer_words(self, block: np.ndarray, level: int) -> np.ndarray:
-        """``buffer_words`` of a clipped ``(M, 8)`` block held at ``level`` (0 REGF, 1 GBUF)."""
-        fp, _, _ = self._footprints(block)
-        total = np.zeros(block.shape[0], dtype=np.int64)
-        for r in self.roles:
-            size = fp[r.kind]
-            if level == 1:
-                shr = self.shr.get(r.kind, 1)
-                size = -(-size // shr)
-            total = total + size * r.copies
-        return total
-
-    def _full_factors(self, dims: Sequence[str], arr: np.ndarray) -> np.ndarray:
-        out = np.ones((arr.shape[0], len(DIMS)), dtype=np.int64)
-        for j, d in enumerate(dims):
-            out[:, _DIM_INDEX[d]] = arr[:, j]
-        return out
+        """Words one unit of ``level`` (0 REGF, 1 GBUF) holds for clipped blocks ``(M, 8)``."""
+        words = held_words(block, self._probe, self.hw, level, self.shr if level == 1 else {})
+        return sum(words.values(), np.zeros(block.shape[0], dtype=np.int64))
 
     def unit_tile(self, dims: Sequence[str], units: np.ndarray) -> np.ndarray:
         """Clipped unit blocks ``(M, 8)`` of unit factors ``(M, len(dims))``."""
-        return np.minimum(self.mu * self._full_factors(dims, units), self.full)
+        return np.minimum(self.mu * self.full_factors(dims, units), self.full)
 
     def node_tile(self, dims: Sequence[str], units: np.ndarray, mids: np.ndarray) -> np.ndarray:
         """Clipped GBUF blocks ``(M, 8)``."""
-        nom1 = self.mu * self._full_factors(dims, units * mids) * self.s0 * self.in0
-        return np.minimum(nom1, self.full)
+        s0 = self._probe.spatial[0][0]
+        in0 = np.ones(len(DIMS), dtype=np.int64)
+        for d, c in self.inner:
+            in0[d] *= c
+        return np.minimum(self.mu * self.full_factors(dims, units * mids) * s0 * in0, self.full)
 
     def coverage_ok(self, u: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """(M,) bool: no loop or stack of the blocking has a wholly idle iteration
-        (``space.coverage_ok``: ``(count - 1) x step < extent`` for every loop),
-        from the full unit, REGF-level and GBUF-level factors ``(M, 8)``."""
-        ok = np.ones(len(u), dtype=bool)
-        for d in range(len(DIMS)):
-            full = self.full[d]
-            step = self.mu[d] * u[:, d]
-            for count in self.stacks0[d] + self.inner_up[d]:
-                ok &= (count - 1) * step < full
-                step = step * count
-            ok &= (a[:, d] - 1) * step < full
-            step = step * a[:, d]
-            for count in self.stacks1[d]:
-                ok &= (count - 1) * step < full
-                step = step * count
-            ok &= (t[:, d] - 1) * step < full
-        return ok
+        """(M,) bool: the blocking leaves no loop or stack with a wholly idle
+        iteration (:func:`kapla.model.rules.coverage`), from the full unit,
+        REGF-level and GBUF-level factors ``(M, 8)``."""
+        M = u.shape[0]
+        order = np.broadcast_to(np.arange(len(DIMS), dtype=np.int64), (M, len(DIMS)))
+        nests = self._nests(u, a, t, np.arange(M), order, order, DIMS)
+        return coverage(nests).ok
 
     # ------------------------------------------------------------- costs
 
@@ -326,8 +283,7 @@ class BatchEvaluator:
         """See :func:`batch_costs`. With ``rows`` (an ``(M,)`` index array), the
         factor arrays are distinct combinations and candidate ``i`` uses row
         ``rows[i]`` of them (its orders are still row ``i`` of the order arrays)."""
-        if objective not in _OBJECTIVES:
-            raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
+        objective_of(objective)
         feed = _as_feed(feed)
         block_dims = _space().BLOCK_DIMS
         dims = tuple(active_dims(self.skel) if dims is None else dims)
@@ -357,209 +313,25 @@ class BatchEvaluator:
 
     def _costs(self, dims, units, mids, tops, rows, ord1, ord2, objective, feed: Feed | None = None) -> BatchResult:
         """The costs; ``feed`` is None or a :class:`Feed` other than ``FROM_DRAM`` (:func:`_as_feed`)."""
-        nd = len(dims)
-        M = rows.shape[0]
-        # ---- per factor combination
-        u = self._full_factors(dims, units)
-        a = self._full_factors(dims, mids)
-        t = self._full_factors(dims, tops)
-        nom0 = self.mu * u
-        c0 = np.minimum(nom0, self.full)
-        g0 = np.minimum(c0 * self.s0, self.full)  # a group never spans more than the layer
-        nom1 = nom0 * self.s0 * a * self.in0
-        c1 = np.minimum(nom1, self.full)
-        g1 = np.minimum(c1 * self.s1, self.full)
-        fps = {name: self._footprints(blk) for name, blk in (("c0", c0), ("g0", g0), ("c1", c1), ("g1", g1))}
-        regf_words = np.zeros(units.shape[0], dtype=np.int64)
-        gbuf_words = np.zeros(units.shape[0], dtype=np.int64)
-        for r in self.roles:
-            regf_words = regf_words + fps["c0"][0][r.kind] * r.copies
-            gbuf_words = gbuf_words + (-(-fps["c1"][0][r.kind] // self.shr.get(r.kind, 1))) * r.copies
-        trips = (np.prod(self.mu) * math.prod(c for _, c in self.inner)) * np.prod(u * a * t, axis=1)
-        step_gbuf = nom1 * self.s1  # per dim: a GBUF-level loop advances by the node group
-        step_regf = nom0 * self.s0 * self.in0  # a REGF-level blocking loop encloses the mapping's loops
-        reach = nom0 * self.s0
-        inner_steps = []
-        for d, count in reversed(self.inner):
-            inner_steps.append(reach[:, d].copy())
-            reach[:, d] *= count
-        inner_steps.reverse()
-
-        # ---- per candidate: its combination's numbers, gathered
-        blocks = {}
-        for name, (fp, in_rows, in_cols) in fps.items():
-            ifm = Kind.IFM in self.kinds
-            blocks[name] = ({k: v[rows] for k, v in fp.items()},
-                            in_rows[rows] if ifm else None, in_cols[rows] if ifm else None)
-        # The temporal loops above each level, outermost first, as (M, L)
-        # matrices of dim index, count and step (the block the loop advances by).
-        dim_cols = np.array([_DIM_INDEX[d] for d in dims], dtype=np.int64)
-        r2 = rows[:, None]
-        dims2 = dim_cols[ord2] if nd else np.zeros((M, 0), np.int64)
-        dims1 = dim_cols[ord1] if nd else np.zeros((M, 0), np.int64)
-        loops1 = (dims2, t[r2, dims2], step_gbuf[r2, dims2])
-        ni = len(self.inner)
-        loops0 = (
-            np.concatenate([dims2, dims1, np.broadcast_to(np.array([d for d, _ in self.inner], dtype=np.int64),
-                                                          (M, ni))], axis=1),
-            np.concatenate([loops1[1], a[r2, dims1], np.broadcast_to(np.array([c for _, c in self.inner],
-                                                                              dtype=np.int64), (M, ni))], axis=1),
-            np.concatenate([loops1[2], step_regf[r2, dims1]] + [s[rows, None] for s in inner_steps], axis=1),
-        )
-        b0 = self._boundary(loops0, blocks["c0"], blocks["g0"], units=self.nodes * self.pes,
-                            parent_units=self.nodes, shr={}, M=M)
-        b1 = self._boundary(loops1, blocks["c1"], blocks["g1"], units=self.nodes, parent_units=1,
-                            shr=self.shr, M=M)
-
-        arch = self.arch
-        gbuf = np.zeros(M)
-        itcn = np.zeros(M)
-        regf = np.full(M, self.regf_datapath)
-        dram = np.zeros(M)
-        hops = np.zeros(M)
-        bus_words: dict[str, np.ndarray] = {}
-        for r, tr in zip(self.roles, b0):
-            fills, parent_reads, writebacks, parent_writes, _, _ = tr
-            side = parent_reads + parent_writes
-            delivered = fills + writebacks
-            gbuf = gbuf + side
-            if self.systolic:
-                itcn = itcn + side
-                regf = regf + np.maximum(delivered - side, 0.0)
-            else:
-                itcn = itcn + delivered
-            bus_words[r.name] = bus_words.get(r.name, 0.0) + side
-        ok = None
-        if feed is None:
-            for r, tr in zip(self.roles, b1):
-                fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
-                dram = dram + (parent_reads + parent_writes)
-                gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
-                # written tensors travel to DRAM after their reduction; read ones once per receiving node
-                to_dram = (parent_reads + parent_writes) if r.written else fills
-                hops = hops + (rotated + reduced) + to_dram * self.distance
-        else:
-            dram, gbuf, hops, ok = self._fed_top(b1, feed, dram, gbuf, hops, M)
-        busiest = np.zeros(M)
-        for words in bus_words.values():
-            busiest = np.maximum(busiest, words)
-
-        compute = trips[rows].astype(float)
-        bus_time = busiest / self.nodes / arch.bus_width_words
-        dram_time = dram / arch.dram_bandwidth_words
-        time = np.maximum(np.maximum(compute, bus_time), dram_time)
-        e_regf, e_gbuf, e_dram = (lvl.access_energy for lvl in arch.levels)
-        energy = (self.ops * arch.mac_energy + regf * e_regf + gbuf * e_gbuf + dram * e_dram
-                  + itcn * arch.bus_energy + hops * arch.hop_energy + time * arch.static_energy)
-        if objective == "energy":
-            value = energy
-        elif objective == "latency":
-            value = time
-        else:
-            value = energy * time
-        # A blocking may leave a node stack or loop with a wholly idle iteration
-        # (the skeleton's check assumed another split of the factors): invalid.
-        covered = self.coverage_ok(u, a, t)[rows]
-        if not covered.all():
-            ok = covered if ok is None else ok & covered
-        if ok is not None:
-            value = np.where(ok, value, math.inf)
-        names = self.names
-        accesses = {names[0]: regf, names[1]: gbuf, names[2]: dram, ITCN: itcn}
-        return BatchResult(dims, units, mids, tops, rows, ord1, ord2, objective, energy, time, value, accesses,
-                           hops, compute, bus_time, dram_time, regf_words[rows], gbuf_words[rows], ok)
-
-    def _fed_top(self, b1, feed: Feed, dram, gbuf, hops, M: int):
-        """The node level's traffic with DRAM under ``feed``, as ``evaluate`` and
-        ``_noc_hops`` charge it, and which candidates ``_check_feed`` accepts."""
-        distance = self.distance if feed.dram_hops is None else feed.dram_hops
-        ok = np.ones(M, dtype=bool)
-        for r, tr in zip(self.roles, b1):
-            fills, parent_reads, writebacks, parent_writes, rotated, reduced = tr
-            side = parent_reads + parent_writes
-            hops = hops + (rotated + reduced)
-            forwarded = r.kind == Kind.IFM and not r.written and feed.ifm_hops is not None
-            kept = r.written and not feed.to_dram
-            pinned = r.kind == Kind.WGT and not r.written and feed.pinned
-            if forwarded or pinned:
-                # read from the top only once (a float tolerance, as _check_feed)
-                ok &= ~(np.asarray(parent_reads) > self.once[r.name] * 1.000001)
-            if kept:
-                ok &= ~(np.asarray(parent_reads) > 0)  # no partial sums spilled
-            if pinned:
-                continue  # resident weights: no top-level traffic at all
-            if forwarded or kept:
-                # read from (or left in) node buffers; a forwarded input crosses the NoC
-                gbuf = gbuf + side
-                if not r.written:
-                    hops = hops + side * feed.ifm_hops
-                continue
-            dram = dram + side
-            gbuf = gbuf + (fills + writebacks + 2 * rotated + 2 * reduced)
-            hops = hops + (side if r.written else fills) * distance
-        return dram, gbuf, hops, ok
-
-    def _volumes(self, kind: Kind, loops: tuple[np.ndarray, ...], blocks: Sequence[tuple], M: int):
-        """``traffic._block_volume`` of ``kind`` for each of ``blocks`` (footprint,
-        input rows, input cols) through ``loops`` (dims, counts, steps and their
-        running products); and the distinct blocks visited."""
-        dims, counts, steps, upto_all = loops
-        L = dims.shape[1]
-        relevant = _REL[kind][dims]
-        distinct = np.prod(np.where(relevant, counts, 1), axis=1)
-        sweeping = relevant & (counts > 1)
-        if L == 0 or not sweeping.any():
-            return [fp.astype(float) for fp, _, _ in blocks], distinct
-        has = sweeping.any(axis=1)
-        last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
-        rows = np.arange(M)
-        upto = upto_all[rows, last]  # the sweep and every loop enclosing it
-        slides = None
-        if kind == Kind.IFM:
-            dim = dims[rows, last]
-            axis = _AXIS[dim]
-            slides = has & (axis >= 0)
-        out = []
-        for fp, in_rows, in_cols in blocks:
-            vol = (upto * fp).astype(float)
-            if not has.all():
-                vol = np.where(has, vol, fp.astype(float))
-            if slides is not None and slides.any():
-                count = counts[rows, last]
-                outer = upto // count
-                extent = np.where(axis == 0, in_rows, in_cols)
-                shift = steps[rows, last] * self.shift[dim]
-                whole = np.where(axis == 0, self.whole[0], self.whole[1])
-                union = np.minimum(extent + (count - 1) * np.minimum(extent, shift), whole)
-                vol = np.where(slides, (outer * fp) / extent * union, vol)
-            out.append(vol)
-        return out, distinct
-
-    def _boundary(self, loops, child: tuple, group: tuple, units: int, parent_units: int,
-                  shr: Mapping[Kind, int], M: int) -> list[tuple]:
-        """``traffic.boundary_traffic`` per role: (fills, parent_reads, writebacks,
-        parent_writes, rotated, reduced), arrays or 0."""
-        fp_c, rows_c, cols_c = child
-        fp_g, rows_g, cols_g = group
-        loops = loops + (np.cumprod(loops[1], axis=1),)
-        vols = {k: self._volumes(k, loops, [(fp_c[k], rows_c, cols_c), (fp_g[k], rows_g, cols_g)], M)
-                for k in self.kinds}
-        out = []
-        for r in self.roles:
-            (vol_child, vol_group), distinct = vols[r.kind]
-            cp = r.copies
-            if r.written:
-                writebacks = units * vol_child * cp
-                first = units * distinct * fp_c[r.kind] * cp
-                parent_writes = parent_units * vol_group * cp
-                parent_first = parent_units * distinct * fp_g[r.kind] * cp
-                out.append((writebacks - first, parent_writes - parent_first, writebacks, parent_writes,
-                            0.0, writebacks - parent_writes))
-            else:
-                n = shr.get(r.kind, 1)
-                fills = units * vol_child * cp
-                out.append((fills / n, parent_units * vol_group * cp, 0.0, 0.0, fills * (n - 1) / n, 0.0))
-        return out
+        u, a, t = (self.full_factors(dims, x) for x in (units, mids, tops))
+        nests = self._nests(u, a, t, rows, ord1, ord2, dims)
+        costs = evaluate_nests(nests, self.hw, feed)
+        obj = objective_of(objective)
+        names = self.arch.level_names
+        tr = costs.traffic
+        accesses = {names[i]: costs.level_words(i) for i in range(3)}
+        accesses[ITCN] = tr.bus[0].sum(axis=0)
+        regf_words = sum(buffer_words(nests, self.hw, 0).values(), np.zeros(units.shape[0], np.int64))
+        gbuf_words = sum(buffer_words(nests, self.hw, 1).values(), np.zeros(units.shape[0], np.int64))
+        # the enumeration guarantees capacities, arrays and sharing; what it cannot
+        # see is a split of factors leaving an idle iteration, and the feed
+        valid = np.ones(len(rows), dtype=bool)
+        for v in costs.feed_violations + tuple(coverage_violations(nests)):
+            valid &= ~v.mask
+        value = np.where(valid, obj.of(costs.total, costs.time), np.inf)
+        return BatchResult(dims, units, mids, tops, rows, ord1, ord2, obj.name, costs.total, costs.time,
+                           value, accesses, tr.hops.sum(axis=0), costs.compute, costs.bus_time,
+                           costs.dram_time, regf_words[rows], gbuf_words[rows], None if valid.all() else valid)
 
 
 def _as_factors(x, ncols: int, what: str) -> np.ndarray:
@@ -802,8 +574,7 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
     Under ``feed`` (see :func:`batch_costs`), only candidates meeting its
     constraints are chosen; ``blocking`` is None if none does (``rejected``
     then equals ``evaluated``)."""
-    if objective not in _OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; use energy, latency or edp")
+    objective_of(objective)
     feed = _as_feed(feed)
     ev = shared_evaluator(skel, arch)
     dims = active_dims(skel)

@@ -34,6 +34,7 @@ from functools import lru_cache
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.model.hardware import channel_distance
 from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
 from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost
@@ -81,11 +82,9 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
     roles = tensor_roles(layer)
     energy = ops * arch.mac_energy
     energy += ops * sum(r.copies * (2 if r.written else 1) for r in roles) * arch.levels[0].access_energy
-    from kapla.model.evaluate import _channel_distance
-
     distance = 0.0
     if arch.node_level is not None:
-        distance = feed.dram_hops if feed.dram_hops is not None else _channel_distance(arch, skel.partition_grid)
+        distance = feed.dram_hops if feed.dram_hops is not None else channel_distance(arch, skel.partition_grid)
     for r in roles:
         per_node = footprint(r.kind, group, layer) * r.copies
         per_pe = footprint(r.kind, span, layer) * r.copies

@@ -55,6 +55,7 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.mapping import pe_mappings
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.model.hardware import channel_distance
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.solve.base import IntraResult, check_objective, no_scheme
 from kapla.solve.batch import BatchEvaluator, shared_evaluator
@@ -65,8 +66,7 @@ from kapla.solve.space import (
     build_scheme,
     distinct_orders,
     divisors,
-    node_partitions,
-    sharing_options,
+    skeletons,
 )
 from kapla.workload.layer import Layer
 
@@ -124,46 +124,8 @@ class KaplaIntraSolver:
 
 
 def _skeletons(layer: Layer, batch: int, arch: ArchSpec) -> list[Skeleton]:
-    """The skeletons of :func:`kapla.solve.space.skeletons`, in its order, with
-    the coverage check worked out arithmetically once per partition and
-    mapping (it does not depend on the sharing)."""
-    full = layer_dims(layer, batch)
-    use_sharing = arch.options.buffer_sharing and arch.node_level is not None
-    names = (arch.levels[0].name, arch.levels[1].name)
-    out = []
-    for part in node_partitions(layer, batch, arch.node_array):
-        f = part.factors
-        node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
-        options = None
-        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array):
-            covered = mapping.covered()
-            rest = tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)
-            if not _covers(full, mapping, part, dict(rest)):
-                continue
-            if options is None:
-                options = sharing_options(part, layer, use_sharing)
-            out.extend(Skeleton(layer, batch, part, shr, mapping, rest, names) for shr in options)
-    return out
-
-
-def _covers(full: dict[str, int], mapping, part, rest: dict[str, int]) -> bool:
-    """:func:`kapla.solve.space.coverage_ok` of a skeleton blocked with every
-    remaining count at the top: its blocks reach every extent and no loop
-    iteration is wholly idle (loops innermost first, as ``dim_loops``)."""
-    unit = mapping.unit_dims
-    for d in DIMS:
-        step = unit.get(d, 1)
-        counts = ([st.count for st in mapping.stacks if st.dim == d]
-                  + [lp.count for lp in reversed(mapping.inner) if lp.dim == d]
-                  + [st.count for st in part.stacks if st.dim == d]
-                  + ([rest[d]] if rest.get(d, 1) > 1 else []))
-        for count in counts:
-            if (count - 1) * step >= full[d]:
-                return False
-            step *= count
-        if step < full[d]:
-            return False
-    return True
+    """The skeletons of :func:`kapla.solve.space.skeletons`, in its order."""
+    return list(skeletons(layer, batch, arch))
 
 
 def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0, refine_regf: int = 0) -> list[Skeleton]:
@@ -291,8 +253,6 @@ _BIDX = [_IDX[d] for d in BLOCK_DIMS]
 
 
 def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
-    from kapla.model.evaluate import _channel_distance
-
     layer = skels[0].layer
     S, n8 = len(skels), len(DIMS)
     full = np.array([layer_dims(layer, skels[0].batch)[d] for d in DIMS], dtype=np.int64)
@@ -317,7 +277,7 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
                 s1[_IDX[st.dim]] *= st.count
             grid = s.partition_grid
             if grid not in dist_cache:
-                dist_cache[grid] = _channel_distance(arch, grid) if arch.node_level is not None else 0.0
+                dist_cache[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
             choice = [_split_choices(n) for n in rest]
             row = rows[key] = (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
                                math.prod(mu) * math.prod(in0) * math.prod(rest), choice)
@@ -738,8 +698,8 @@ def _coverable(sp: _Space, units: np.ndarray) -> np.ndarray:
     failing both is rarely rescued by a split in between, and only costs
     the descent a wasted search)."""
     ev = sp.ev
-    u = ev._full_factors(sp.dims, units)
-    left = ev._full_factors(sp.dims, sp.rest[None, :] // units)
+    u = ev.full_factors(sp.dims, units)
+    left = ev.full_factors(sp.dims, sp.rest[None, :] // units)
     ones = np.ones_like(u)
     return ev.coverage_ok(u, ones, left) | ev.coverage_ok(u, left, ones)
 

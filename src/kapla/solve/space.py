@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator, Sequence
 
+import numpy as np
+
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.mapping import PeMapping, pe_mappings
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
-from kapla.model.validity import dim_loops
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.model.nests import from_schemes
+from kapla.model.rules import coverage, tile_coverage
 from kapla.workload.layer import Layer
 
 PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
@@ -158,19 +161,41 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
 
 def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
     """Every partition x sharing x PE-mapping combination whose blocks tile the layer."""
-    full = layer_dims(layer, batch)
     use_sharing = arch.options.buffer_sharing and arch.node_level is not None
     names = (arch.levels[0].name, arch.levels[1].name)
+    for part, mapping, rest in covering_pairs(layer, batch, arch):
+        for shr in sharing_options(part, layer, use_sharing):
+            yield Skeleton(layer, batch, part, shr, mapping, rest, names)
+
+
+def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodePartition, PeMapping, tuple]]:
+    """Every node partition x PE mapping whose blocks tile the layer when what
+    is left of each dimension loops at the top (:func:`kapla.model.rules.coverage`),
+    with that remainder per block dim."""
+    full = layer_dims(layer, batch)
+    pairs = []
     for part in node_partitions(layer, batch, arch.node_array):
         f = part.factors
         node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
         for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array):
             covered = mapping.covered()
-            rest = tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)
-            for shr in sharing_options(part, layer, use_sharing):
-                skel = Skeleton(layer, batch, part, shr, mapping, rest, names)
-                if coverage_ok(build_scheme(skel, Blocking((), (), tuple(rest)))):
-                    yield skel
+            pairs.append((part, mapping, tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)))
+    if not pairs:
+        return []
+    # the loops of each pair innermost first, as the directives lay them out:
+    # PE stacks, the mapping's own loops, node stacks, then the remainder
+    loops = [[(st.dim, st.count) for st in m.stacks] + [(lp.dim, lp.count) for lp in reversed(m.inner)]
+             + [(st.dim, st.count) for st in p.stacks] + [(d, n) for d, n in rest if n > 1]
+             for p, m, rest in pairs]
+    width = max(len(lp) for lp in loops)
+    dims = np.zeros((len(pairs), width), dtype=np.int64)
+    counts = np.ones((len(pairs), width), dtype=np.int64)
+    for i, lp in enumerate(loops):
+        for k, (d, n) in enumerate(lp):
+            dims[i, k], counts[i, k] = DIM_INDEX[d], n
+    unit = np.array([[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs], dtype=np.int64)
+    ok = tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), unit, dims, counts).ok
+    return [pair for pair, good in zip(pairs, ok) if good]
 
 
 @dataclass(frozen=True)
@@ -197,15 +222,7 @@ def build_scheme(skel: Skeleton, blocking: Blocking, ifm_name: str | None = None
 
 def coverage_ok(scheme: LayerScheme) -> bool:
     """The blocks reach every dimension's extent and no loop iteration is wholly idle."""
-    full = scheme.dims
-    top = scheme.nominal_tile(len(scheme.levels))
-    for d in DIMS:
-        if top[d] < full[d]:
-            return False
-        for _, count, step in dim_loops(scheme, d):
-            if (count - 1) * step >= full[d]:
-                return False
-    return True
+    return bool(coverage(from_schemes([scheme])).ok[0])
 
 
 def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:

@@ -1,0 +1,86 @@
+"""What a solver minimises: energy, latency or their product (EDP).
+
+One :class:`Objective` serves every solver and the network search. Schemes
+are compared by ``(objective, energy)``: under latency many schemes take
+exactly the compute steps, and of those the one with the least energy wins;
+the comparison is exact (no blend of the two numbers).
+
+Across the segments of a network, energy and time add up but EDP does not:
+:meth:`Objective.additive` gives the pair a dynamic program can sum (EDP is
+ranked by energy there, then by time), and :meth:`Objective.key` the pair
+whole schedules are compared by.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.errors import KaplaError
+
+OBJECTIVES = ("energy", "latency", "edp")
+
+#: Relative difference below which two costs count as equal (float noise).
+TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A named objective (``energy`` in J, ``latency`` in cycles, ``edp`` in J x cycles)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name not in OBJECTIVES:
+            raise KaplaError(f"unknown objective '{self.name}'; choose one of {', '.join(OBJECTIVES)}")
+
+    def of(self, energy, time):
+        """The objective's value of an energy and a time (floats or arrays)."""
+        if self.name == "energy":
+            return energy
+        if self.name == "latency":
+            return time
+        return energy * time
+
+    def key(self, energy: float, time: float) -> tuple[float, float]:
+        """What schedules are compared by: the objective, then energy."""
+        return (float(self.of(energy, time)), float(energy))
+
+    def additive(self, energy: float, time: float) -> tuple[float, float]:
+        """A pair that adds up over segments and ranks like :meth:`key` where it can."""
+        if self.name == "edp":
+            return (float(energy), float(time))
+        return self.key(energy, time)
+
+    def argbest(self, values: np.ndarray, energy: np.ndarray) -> int:
+        """Index of the least value, ties going to the lower energy, then the first."""
+        i = int(np.argmin(values))
+        if self.name == "energy" or not math.isfinite(values[i]):
+            return i
+        tied = np.flatnonzero(values == values[i])
+        return int(tied[np.argmin(energy[tied])])
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ENERGY = Objective("energy")
+LATENCY = Objective("latency")
+EDP = Objective("edp")
+NONE = (math.inf, math.inf)  # the key of no scheme
+
+
+def objective_of(objective: Objective | str) -> Objective:
+    """An :class:`Objective` from itself or its name (KaplaError if unknown)."""
+    return objective if isinstance(objective, Objective) else Objective(objective)
+
+
+def better(new: tuple[float, float], old: tuple[float, float]) -> bool:
+    """``new`` beats ``old``: a lower objective, or the same with less energy,
+    beyond float noise."""
+    return new[0] < old[0] * (1 - TIE) or (new[0] <= old[0] and new[1] < old[1] * (1 - TIE))
+
+
+__all__ = ["EDP", "ENERGY", "LATENCY", "NONE", "OBJECTIVES", "Objective", "better", "objective_of"]

@@ -1,0 +1,235 @@
+"""The validity rules of loop nests, each written once and vectorised.
+
+A nest is valid when
+
+* its loops cover every loop dimension of the layer exactly once
+  (:func:`coverage`): blocks tile each dimension bottom-up (a loop advances
+  by the block inside it), they reach at least the layer's extent (no lost
+  work), and no loop iteration or unit block lies wholly beyond it (no idle
+  work); the last block may be partial, which costs time, not correctness;
+* every buffer holds what the nest puts in it, per unit (:func:`capacity`);
+  a level split into per-tensor buffers checks each buffer on its own;
+* stacks never use more units than the level's array (:func:`arrays`);
+* buffer sharing is only used where the hardware allows neighbour transfers,
+  over units that really hold the same block (:func:`sharing`);
+* data a segment keeps on chip are fetched once (:func:`kapla.model.feed.feed_violations`).
+
+Each rule returns ``(mask, message)`` pairs: the ``(M,)`` nests breaking one
+constraint, and what is wrong (the evaluator names every broken constraint
+of a single scheme; a solver just drops the masked candidates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from kapla.dataflow.tensors import DIMS, RELEVANT_MASK, Kind, footprints
+from kapla.model.hardware import Hardware
+from kapla.model.nests import Nests
+
+@dataclass(frozen=True, eq=False)
+class Violation:
+    """The ``(M,)`` nests that break one constraint, and what is wrong with nest ``m``."""
+
+    mask: np.ndarray
+    describe: Callable[[int], str]
+
+
+@dataclass(frozen=True, eq=False)
+class Coverage:
+    """How the loops of ``M`` nests tile each dimension.
+
+    ``idle``: ``(M, L)`` loops with a wholly idle iteration (``dims``,
+    ``counts``, ``steps`` describe them, ``labels`` name them); ``covered``:
+    ``(M, 8)`` extent the loops reach; ``unit_over``: ``(M, 8)`` unit blocks
+    beyond the layer; ``nonpositive``: ``(M, L)`` loop counts below one.
+    """
+
+    full: np.ndarray
+    dims: np.ndarray
+    counts: np.ndarray
+    steps: np.ndarray
+    labels: list[str]
+    idle: np.ndarray
+    nonpositive: np.ndarray
+    covered: np.ndarray
+    unit_over: np.ndarray
+    unit: np.ndarray
+
+    def unit_over_value(self, m: int, j: int) -> int:
+        """The unit block's extent of dim ``j`` in nest ``m`` (the first reach)."""
+        return int(self.unit[m, j])
+
+    @property
+    def ok(self) -> np.ndarray:
+        return ~(self.idle.any(axis=1) | self.nonpositive.any(axis=1) | (self.covered < self.full).any(axis=1)
+                 | self.unit_over.any(axis=1))
+
+
+def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: np.ndarray,
+                  labels: list[str] | None = None) -> Coverage:
+    """The coverage rule on loops given innermost first: ``unit`` ``(M, 8)`` blocks,
+    then loops ``(M, L)`` over ``dims`` with ``counts``, each advancing by the
+    block everything inside it covers."""
+    M, L = dims.shape
+    reach = unit.copy()
+    steps = np.zeros((M, L), dtype=np.int64)
+    rows = np.arange(M)
+    for k in range(L):
+        d = dims[:, k]
+        steps[:, k] = reach[rows, d]
+        reach[rows, d] = reach[rows, d] * counts[:, k]
+    idle = (counts - 1) * steps >= full[dims]
+    return Coverage(full, dims, counts, steps, labels or [""] * L, idle, counts < 1, reach, unit > full, unit)
+
+
+def coverage(nests: Nests) -> Coverage:
+    """The coverage of every dimension by every nest (see the module docstring)."""
+    dims, counts, labels = nests.dim_loops()
+    return tile_coverage(nests.full, nests.unit[nests.rows], dims, counts, labels)
+
+
+def coverage_violations(nests: Nests) -> list[Violation]:
+    cov = coverage(nests)
+    return [Violation(~cov.ok, lambda m: "; ".join(idle_dims(cov, m)))]
+
+
+def held_words(block: np.ndarray, nests: Nests, hw: Hardware, level: int,
+               shr: Mapping[Kind, np.ndarray | int] | None = None) -> dict[Kind, np.ndarray]:
+    """Words of each tensor one unit of ``level`` holds for blocks ``(..., 8)``:
+    footprints after buffer sharing (``shr``, default the nests'), element-wise
+    inputs counted per copy; tensors the level does not hold are absent."""
+    shr = nests.shr[level] if shr is None else shr
+    fp = footprints(block, nests.layer, tuple(dict.fromkeys(r.kind for r in nests.roles)))
+    out: dict[Kind, np.ndarray] = {}
+    for role in nests.roles:
+        if level not in hw.holders(role.kind, nests.bypass):
+            continue
+        words = fp[role.kind]
+        n = shr.get(role.kind)
+        if n is not None:
+            words = -(-words // n)
+        out[role.kind] = out.get(role.kind, 0) + words * role.copies
+    return out
+
+
+def buffer_words(nests: Nests, hw: Hardware, level: int) -> dict[Kind, np.ndarray]:
+    """``(F,)`` words of each tensor one unit of ``level`` holds (:func:`held_words` of its block)."""
+    return held_words(nests.tiles[level], nests, hw, level)
+
+
+def buffer_bits(nests: Nests, hw: Hardware, level: int) -> dict[Kind | None, np.ndarray]:
+    """``(F,)`` bits one unit of ``level`` needs: per buffer of a split level,
+    or in total (key None) for a shared one."""
+    words = buffer_words(nests, hw, level)
+    bits = {k: w * hw.bits[k] for k, w in words.items()}
+    if hw.levels[level].split_bits:
+        return bits
+    return {None: sum(bits.values(), np.zeros(nests.combos, dtype=np.int64))}
+
+
+def capacity(nests: Nests, hw: Hardware) -> list[tuple[int, Kind | None, np.ndarray, int]]:
+    """Per buffer: (level, tensor or None for a shared buffer, ``(F,)`` bits
+    needed per unit, bits it holds)."""
+    out = []
+    for i in range(hw.onchip):
+        lvl = hw.levels[i]
+        for kind, need in buffer_bits(nests, hw, i).items():
+            cap = lvl.capacity_bits if kind is None else lvl.split_bits.get(kind)
+            if cap is not None:
+                out.append((i, kind, need, cap))
+    return out
+
+
+def capacity_violations(nests: Nests, hw: Hardware) -> list[Violation]:
+    out = []
+    for i, kind, need, cap in capacity(nests, hw):
+        over = need > cap
+        if over.any():
+            what = hw.levels[i].name + ("" if kind is None else f" ({kind} buffer)")
+            out.append(Violation(over[nests.rows], lambda m, what=what, need=need, cap=cap:
+                                 f"{what} needs {_bytes(int(need[nests.rows[m]]))} per unit but holds {_bytes(cap)}"))
+    return out
+
+
+def _bytes(bits: int) -> str:
+    return f"{bits // 8} B" if bits % 8 == 0 else f"{bits / 8:g} B"
+
+
+def arrays(nests: Nests, hw: Hardware) -> list[Violation]:
+    """Stacks that use more units than a level's array."""
+    out = []
+    for i in range(hw.onchip):
+        rows, cols = nests.stacks[i].grid()
+        limit = hw.levels[i].array
+        over = (rows > limit[0]) | (cols > limit[1])
+        if over.any():
+            name = hw.levels[i].name
+            out.append(Violation(over[nests.rows], lambda m, name=name, rows=rows, cols=cols, limit=limit:
+                                 f"{name} stacks use {rows[nests.rows[m]]}x{cols[nests.rows[m]]} units but only "
+                                 f"{limit[0]}x{limit[1]} exist"))
+    return out
+
+
+def sharing(nests: Nests, hw: Hardware) -> list[Violation]:
+    """Buffer sharing only with neighbour transfers, over units holding the same block."""
+    out = []
+    has_weights = any(r.kind == Kind.WGT for r in nests.roles)
+    for i in range(hw.onchip):
+        lvl = hw.levels[i]
+        allowed = lvl.same_level_transfer and (i == 0 or hw.buffer_sharing)
+        st = nests.stacks[i]
+        for kind, shr in nests.shr[i].items():
+            shared = shr > 1
+            if not shared.any():
+                continue
+            name = lvl.name
+            f = nests.rows
+
+            def at(arr: np.ndarray, m: int) -> int:
+                return int(arr[f[m]])
+
+            if not allowed:
+                out.append(Violation(shared[f], lambda m, name=name, kind=kind, shr=shr:
+                                     f"{name} shares {kind} over {at(shr, m)} units but the hardware has no "
+                                     "neighbour transfers (or buffer sharing is off)"))
+            irrelevant = ~RELEVANT_MASK[kind][st.dims]
+            sharers = np.prod(np.where(irrelevant, st.counts, 1), axis=1)
+            bad = shared & (sharers % np.maximum(shr, 1) != 0)
+            if bad.any():
+                out.append(Violation(bad[f], lambda m, name=name, kind=kind, shr=shr, sharers=sharers:
+                                     f"{name} shares {kind} over {at(shr, m)} units but only {at(sharers, m)} "
+                                     f"units hold the same {kind} block"))
+            if i not in hw.holders(kind, nests.bypass):
+                out.append(Violation(shared[f], lambda m, name=name, kind=kind:
+                                     f"{name} cannot both share and bypass {kind}"))
+            if kind == Kind.WGT and not has_weights:
+                out.append(Violation(shared[f], lambda m: "shares weights the layer does not have"))
+    return out
+
+
+def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
+    """Human-readable coverage problems of nest ``m`` (for the evaluator's messages)."""
+    out = []
+    for j, d in enumerate(DIMS):
+        if cov.unit_over[m, j]:
+            out.append(f"the PE unit block has {d}={cov.unit_over_value(m, j)} but the layer only {cov.full[j]} "
+                       "(idle work)")
+    for k, label in enumerate(cov.labels):
+        d = DIMS[cov.dims[m, k]]
+        if cov.nonpositive[m, k]:
+            out.append(f"{label}({d}) x{cov.counts[m, k]}: a loop count must be positive")
+        elif cov.idle[m, k]:
+            out.append(f"{label}({d}) x{cov.counts[m, k]} steps by {cov.steps[m, k]} over only "
+                       f"{cov.full[cov.dims[m, k]]} {d} (idle iterations)")
+    for j, d in enumerate(DIMS):
+        if cov.covered[m, j] < cov.full[j]:
+            out.append(f"the loops over {d} cover {cov.covered[m, j]} of {cov.full[j]} (lost work)")
+    return out
+
+
+__all__ = ["Coverage", "tile_coverage", "arrays", "buffer_bits", "buffer_words", "held_words", "capacity", "capacity_violations", "coverage",
+           "coverage_violations", "idle_dims", "sharing"]

@@ -1,0 +1,287 @@
+"""Data movement of loop nests: words read and written per level and tensor, bus
+words and NoC word-hops (KAPLA Sec. III-B: sizes from ``tensor``, parallelism
+from ``stack``, access counts from ``update`` and ``tensor`` together).
+
+Each tensor is kept by a chain of levels (those that hold it), DRAM last; a
+level that does not hold it is bypassed. Along the chain, per pair of
+consecutive holders, a *child* below and its *parent* above:
+
+* a child unit re-loads its block whenever a temporal loop above it that the
+  tensor depends on advances, and for every iteration of the loops enclosing
+  that one; when the advancing loop slides an input window (``Y``/``X``/
+  ``S``/``R`` of an input fmap), only the new rows or columns come in;
+* the parent reads what the child units inside one of its units need at each
+  step once: units stacked over dimensions the tensor does not depend on
+  share one (multicast) read, and overlapping windows of neighbours are read
+  once; such a group never spans more of a dimension than the layer has;
+* an output block is written back each time it is evicted and read back for
+  every later visit (``2f - 1`` transfers for ``f`` evictions); partial sums
+  of units stacked over reduced dimensions are combined before they reach
+  the parent (``reduced`` words, combined between neighbour units);
+* with buffer sharing (``shr``) a group of units stores one copy; each unit
+  gets ``1/shr`` of its block from the parent and the rest from neighbours
+  (``rotated`` words: a read and a write each).
+
+Below the innermost holder the datapath reads operands: one read of each
+input and a read and a write of the output per operation at level 0; from a
+holder further out, once per group of units that share the operand.
+
+Levels count accesses as nn_dataflow does: level 0 (the PE registers) only
+for the datapath (and systolic neighbour hops), every other level for what
+it serves, what fills it and what it writes back. A bus carries every word
+delivered into its level's units (a systolic array's bus only what enters
+or leaves the array); the NoC carries the node level's traffic with DRAM
+over the mean distance to the nearest channel (every receiving node pays:
+multicast trees are not modelled) and one hop per rotated or reduced word.
+
+A layer inside a segment (:class:`~kapla.model.feed.Feed`) changes the top of
+the chain: a forwarded input is read from the node buffers and crosses the
+NoC from its producer, an output kept on chip stays in the node buffers,
+pinned weights cost nothing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.dataflow.tensors import RELEVANT_MASK, WINDOW_AXIS, Kind, footprints, ifm_extents, whole_input
+from kapla.model.feed import Feed
+from kapla.model.nests import Nests
+from kapla.model.hardware import Hardware, mean_channel_distance
+
+
+@dataclass(frozen=True, eq=False)
+class Traffic:
+    """Words moved by ``M`` nests, per level (on-chip levels then DRAM) and role.
+
+    ``reads`` / ``writes``: ``(levels + 1, R, M)``; ``bus``: words delivered
+    into each level's units over its bus ``(levels, R, M)``; ``bus_side``: the
+    words the level above puts on that bus (multicast once), for its time;
+    ``hops``: NoC word-hops ``(R, M)``; ``top_reads``: the parent-side reads of
+    each role's outermost boundary ``(R, M)`` (what the feed rule checks).
+    """
+
+    reads: np.ndarray
+    writes: np.ndarray
+    bus: np.ndarray
+    bus_side: np.ndarray
+    hops: np.ndarray
+    top_reads: np.ndarray
+
+
+class _Blocks:
+    """Footprints of the nests' blocks, worked out once per factor combination."""
+
+    def __init__(self, nests: Nests, kinds: tuple[Kind, ...]) -> None:
+        self.nests, self.kinds = nests, kinds
+        self.cache: dict = {}
+        self.whole = whole_input(nests.layer)
+
+    def get(self, child: int, upto: int | None = None) -> tuple[dict, np.ndarray | None, np.ndarray | None]:
+        """Per candidate: footprints by kind, input rows and columns of the block of
+        ``child`` (``upto``: its group inside one unit of that level)."""
+        key = (child, upto)
+        if key not in self.cache:
+            n = self.nests
+            block = n.tiles[child] if upto is None else n.group(child, upto)
+            fp = footprints(block, n.layer, self.kinds)
+            rows = cols = None
+            if Kind.IFM in self.kinds:
+                r, c = ifm_extents(block, n.layer)
+                rows, cols = r[n.rows], c[n.rows]
+            self.cache[key] = ({k: v[n.rows] for k, v in fp.items()}, rows, cols)
+        return self.cache[key]
+
+
+def _volume(kind: Kind, loops, block, whole: tuple[int, int], shift: np.ndarray):
+    """Words loaded to keep a block current through ``loops`` (outermost first),
+    and how many distinct blocks those loops visit (both ``(M,)``)."""
+    dims, counts, steps = loops
+    fp, in_rows, in_cols = block
+    fp = fp[kind]
+    M, L = dims.shape
+    relevant = RELEVANT_MASK[kind][dims]
+    distinct = np.prod(np.where(relevant, counts, 1), axis=1)
+    sweeping = relevant & (counts > 1)  # a loop of one iteration changes nothing
+    if L == 0 or not sweeping.any():
+        return fp.astype(float), distinct
+    has = sweeping.any(axis=1)
+    last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
+    rows = np.arange(M)
+    upto = np.cumprod(counts, axis=1)[rows, last]  # the sweep and every loop enclosing it
+    vol = np.where(has, upto * fp, fp).astype(float)
+    if kind == Kind.IFM:
+        dim = dims[rows, last]
+        axis = WINDOW_AXIS[dim]
+        slides = has & (axis >= 0)
+        if slides.any():
+            count = counts[rows, last]
+            extent = np.where(axis == 0, in_rows, in_cols)
+            step = steps[rows, last] * shift[dim]
+            union = np.minimum(extent + (count - 1) * np.minimum(extent, step),
+                               np.where(axis == 0, whole[0], whole[1]))
+            vol = np.where(slides, (upto // count) * fp / extent * union, vol)
+    return vol, distinct
+
+
+def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
+    """Words moved by every nest of ``nests`` on ``hw`` (see the module docstring)."""
+    n = hw.onchip
+    M = len(nests)
+    rows = nests.rows
+    roles = nests.roles
+    R = len(roles)
+    layer = nests.layer
+    reads = np.zeros((n + 1, R, M))
+    writes = np.zeros((n + 1, R, M))
+    bus = np.zeros((n, R, M))
+    bus_side = np.zeros((n, R, M))
+    hops = np.zeros((R, M))
+    top_reads = np.zeros((R, M))
+    blocks = _Blocks(nests, tuple(dict.fromkeys(r.kind for r in roles)))
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    # the shift of an input window per step of each loop dim (Y/X: stride; S/R: dilation)
+    shift = np.array([sy, dy, sx, dx, 0])[np.array([{"Y": 0, "S": 1, "X": 2, "R": 3}.get(d, 4)
+                                                     for d in "NGCKYXSR"])]
+    units = [nests.units(i)[rows].astype(float) for i in range(n + 1)]
+    trips = nests.trips[rows].astype(float)
+    node = hw.node
+    distance = _distance(nests, hw, feed)
+
+    for r, role in enumerate(roles):
+        kind, cp, written = role.kind, role.copies, role.written
+        chain = hw.holders(kind, nests.bypass)
+        first = chain[0] if chain else n
+
+        # ---- the datapath and the innermost holder
+        per_op = float(nests.ops * cp)
+        if first == 0:
+            reads[0, r] += per_op
+            if written:
+                writes[0, r] += per_op
+        else:
+            # operands served from further out: once per group of units sharing them
+            spread = np.prod(np.stack([nests.parallelism[i] for i in range(first)]), axis=0)[rows]
+            share = blocks.get(-1, first)[0][kind] / spread
+            reads[first, r] += per_op * share
+            if written:
+                writes[first, r] += per_op * share
+            for j in range(first):
+                if hw.levels[j].bus is None:
+                    continue
+                into = units[j] * trips * blocks.get(-1, j)[0][kind] * cp
+                out = units[j + 1] * trips * blocks.get(-1, j + 1)[0][kind] * cp
+                bus[j, r] += into
+                bus_side[j, r] += out
+
+        # ---- each pair of consecutive holders, DRAM last
+        path = chain + (n,)
+        for c, p in zip(path, path[1:]):
+            loops = nests.loops_above(c)
+            vol_c, distinct = _volume(kind, loops, blocks.get(c), blocks.whole, shift)
+
+            def flow(j: int) -> np.ndarray:
+                """Words crossing into the units of level ``j`` (``c < j <= p``), all units."""
+                vol, _ = _volume(kind, loops, blocks.get(c, j), blocks.whole, shift)
+                if not written:
+                    return units[j] * vol * cp
+                fp = blocks.get(c, j)[0][kind]
+                return units[j] * (2 * vol - distinct * fp) * cp
+
+            fp_c = blocks.get(c)[0][kind]
+            shr = nests.shr[c].get(kind)
+            shr = 1.0 if shr is None else shr[rows].astype(float)
+            if written:
+                writebacks = units[c] * vol_c * cp
+                fills = writebacks - units[c] * distinct * fp_c * cp
+                vol_p, _ = _volume(kind, loops, blocks.get(c, p), blocks.whole, shift)
+                parent_writes = units[p] * vol_p * cp
+                parent_reads = parent_writes - units[p] * distinct * blocks.get(c, p)[0][kind] * cp
+                reduced = writebacks - parent_writes
+                rotated = 0.0
+                delivered = fills + writebacks
+                parent_side = parent_reads + parent_writes
+            else:
+                fills = units[c] * vol_c * cp
+                vol_p, _ = _volume(kind, loops, blocks.get(c, p), blocks.whole, shift)
+                parent_reads = units[p] * vol_p * cp
+                parent_writes = 0.0
+                rotated = fills * (shr - 1) / shr
+                reduced = 0.0
+                writebacks = 0.0
+                delivered = fills
+                parent_side = parent_reads
+            if p == n:
+                top_reads[r] = parent_reads
+
+            onchip = feed is not None and p == n and _stays_on_chip(kind, written, feed)
+            at_node = node is not None and c <= node < p
+            if at_node:
+                if c == node:
+                    hops[r] += rotated + reduced
+                elif written:  # partial sums combined between nodes on their way out
+                    hops[r] += np.maximum(flow(node) - parent_side, 0.0) / 2
+            if onchip:
+                if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
+                    # read from (or left in) the node buffers; a forwarded input crosses the NoC
+                    reads[c, r] += parent_reads
+                    writes[c, r] += parent_writes
+                    if not written:
+                        hops[r] += parent_reads * feed.ifm_hops
+                continue
+
+            reads[p, r] += parent_reads
+            writes[p, r] += parent_writes
+            if c > 0:
+                # a buffer above the registers: what it serves, what fills it, what it writes back
+                writes[c, r] += fills + reduced
+                reads[c, r] += writebacks + rotated + reduced
+            if at_node:
+                if written:
+                    hops[r] += parent_side * distance
+                else:
+                    into_nodes = fills / shr if c == node else flow(node)
+                    hops[r] += into_nodes * distance
+            for j in range(c, p):
+                lvl = hw.levels[j]
+                if lvl.bus is None:
+                    continue
+                side = parent_side if j + 1 == p else flow(j + 1)
+                if j == 0 and hw.systolic:
+                    # words enter and leave at the array's edges; the rest hop between
+                    # neighbour PEs, one register write each
+                    into = delivered if j == c else flow(j)
+                    bus[j, r] += side
+                    writes[0, r] += np.maximum(into - side, 0.0)
+                else:
+                    bus[j, r] += delivered if j == c else flow(j)
+                bus_side[j, r] += side
+    return Traffic(reads, writes, bus, bus_side, hops, top_reads)
+
+
+def _stays_on_chip(kind: Kind, written: bool, feed: Feed) -> bool:
+    """The tensor's top-level traffic is on chip under ``feed``."""
+    if written:
+        return not feed.to_dram
+    if kind == Kind.IFM:
+        return feed.ifm_hops is not None
+    return kind == Kind.WGT and feed.pinned
+
+
+def _distance(nests: Nests, hw: Hardware, feed: Feed | None) -> np.ndarray | float:
+    """Mean hops from each candidate's nodes to their nearest DRAM channel."""
+    if hw.node is None:
+        return 0.0
+    if feed is not None and feed.dram_hops is not None:
+        return float(feed.dram_hops)
+    g_rows, g_cols = nests.stacks[hw.node].grid()
+    grids = np.stack([g_rows, g_cols], axis=1)
+    uniq, inv = np.unique(grids, axis=0, return_inverse=True)
+    vals = np.array([mean_channel_distance(hw.channels, (0, 0), (int(a), int(b))) for a, b in uniq])
+    return vals[inv.reshape(-1)][nests.rows]
+
+
+__all__ = ["Traffic", "traffic"]
