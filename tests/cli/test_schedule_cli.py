@@ -54,7 +54,7 @@ def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
     path.write_text(json.dumps(arch))
     result = run("schedule", "alexnet", "--arch", str(path), "--batch", "1")
     assert result.exit_code == 2
-    assert re.match(r"error: layer 'conv1_a' does not fit: its smallest PE block needs \d+ B of REGF but REGF "
+    assert re.match(r"error: layer 'conv1_a' does not fit: its smallest block needs \d+ B of REGF but REGF "
                     r"holds 8 B", result.output)
 
 

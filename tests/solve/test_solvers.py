@@ -131,6 +131,6 @@ def test_buffer_sharing_lowers_energy_when_the_shared_tensor_outgrows_a_node():
 def test_a_layer_that_cannot_fit_names_the_layer_and_the_buffer():
     tiny = load_arch("eyeriss").with_level("REGF", capacity=8)
     layer = Layer("wide", Op.CONV, c=3, k=8, h=32, w=32, s=11, r=11)
-    with pytest.raises(KaplaError, match=r"layer 'wide' does not fit: its smallest PE block needs \d+ B of REGF "
+    with pytest.raises(KaplaError, match=r"layer 'wide' does not fit: its smallest block needs \d+ B of REGF "
                                          r"but REGF holds 8 B"):
         KaplaIntraSolver().solve(layer, 1, tiny)

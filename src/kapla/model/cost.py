@@ -72,9 +72,13 @@ class Costs:
         return self.traffic.reads[level].sum(axis=0) + self.traffic.writes[level].sum(axis=0)
 
 
-def evaluate_nests(nests: Nests, arch: ArchSpec | Hardware, feed: Feed | None = None) -> Costs:
+def evaluate_nests(nests: Nests, arch: ArchSpec | Hardware, feed: Feed | None = None, rules: bool = True) -> Costs:
     """Costs of every nest of ``nests`` on ``arch`` (a block of nodes of it:
-    ``arch.with_node_region(...)``), under ``feed`` (None: all through DRAM)."""
+    ``arch.with_node_region(...)``), under ``feed`` (None: all through DRAM).
+
+    ``rules=False`` skips the structural rules (coverage, capacity, arrays,
+    sharing) for a caller that checks them its own, cheaper way; the feed's
+    rule is always applied."""
     hw = arch if isinstance(arch, Hardware) else hardware(arch)
     if feed is not None and not feed.on_chip and feed.dram_hops is None:
         feed = None
@@ -111,7 +115,7 @@ def evaluate_nests(nests: Nests, arch: ArchSpec | Hardware, feed: Feed | None = 
     whole = footprints(nests.full, nests.layer, tuple(dict.fromkeys(kinds)))
     once = np.array([whole[r.kind] * r.copies for r in roles], dtype=float)
     violations = (coverage_violations(nests) + capacity_violations(nests, hw) + arrays(nests, hw)
-                  + sharing(nests, hw))
+                  + sharing(nests, hw)) if rules else []
     fed = feed_violations(roles, tr.top_reads, once, feed)
     return Costs(nests, hw, tr, energy, total, time, compute, bus_time, dram_time,
                  tuple(v for v in violations if v.mask.any()), tuple(v for v in fed if v.mask.any()))

@@ -225,12 +225,14 @@ class Nests:
             up = self.updates[level]
             M, L = up.dims.shape
             reach = (self.nominal_tiles[level] * self.spatial[level])[self.rows]
+            flat = reach.reshape(-1)
+            base = np.arange(M) * ND
             steps = np.zeros((M, L), dtype=np.int64)
-            rows = np.arange(M)
             for k in range(L - 1, -1, -1):  # innermost first: a loop advances by what is inside it
-                d = up.dims[:, k]
-                steps[:, k] = reach[rows, d]
-                reach[rows, d] *= up.counts[:, k]
+                idx = base + up.dims[:, k]
+                step = flat[idx]
+                steps[:, k] = step
+                flat[idx] = step * up.counts[:, k]
             self._cache[key] = (up.dims, up.counts, steps)
         return self._cache[key]
 

@@ -75,13 +75,15 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
     then loops ``(M, L)`` over ``dims`` with ``counts``, each advancing by the
     block everything inside it covers."""
     M, L = dims.shape
-    reach = unit.copy()
+    reach = np.array(unit, dtype=np.int64)  # a copy, updated in place through a flat view
+    flat = reach.reshape(-1)
+    base = np.arange(M) * reach.shape[1]
     steps = np.zeros((M, L), dtype=np.int64)
-    rows = np.arange(M)
     for k in range(L):
-        d = dims[:, k]
-        steps[:, k] = reach[rows, d]
-        reach[rows, d] = reach[rows, d] * counts[:, k]
+        idx = base + dims[:, k]
+        step = flat[idx]
+        steps[:, k] = step
+        flat[idx] = step * counts[:, k]
     idle = (counts - 1) * steps >= full[dims]
     return Coverage(full, dims, counts, steps, labels or [""] * L, idle, counts < 1, reach, unit > full, unit)
 

@@ -95,35 +95,58 @@ class _Blocks:
         return self.cache[key]
 
 
-def _volume(kind: Kind, loops, block, whole: tuple[int, int], shift: np.ndarray):
-    """Words loaded to keep a block current through ``loops`` (outermost first),
-    and how many distinct blocks those loops visit (both ``(M,)``)."""
+@dataclass(frozen=True, eq=False)
+class _Sweep:
+    """How loops (outermost first) reload a tensor's blocks: the innermost
+    looping loop it depends on (``last``), the product of it and every loop
+    enclosing it (``upto``), and the distinct blocks the loops visit."""
+
+    has: np.ndarray
+    last: np.ndarray
+    upto: np.ndarray
+    distinct: np.ndarray
+    slides: np.ndarray | None  # the last loop moves an input window
+    axis: np.ndarray | None
+    count: np.ndarray | None
+    step: np.ndarray | None  # how far the window moves per iteration
+
+
+def _sweep(kind: Kind, loops, shift: np.ndarray) -> _Sweep:
     dims, counts, steps = loops
-    fp, in_rows, in_cols = block
-    fp = fp[kind]
     M, L = dims.shape
     relevant = RELEVANT_MASK[kind][dims]
     distinct = np.prod(np.where(relevant, counts, 1), axis=1)
     sweeping = relevant & (counts > 1)  # a loop of one iteration changes nothing
-    if L == 0 or not sweeping.any():
-        return fp.astype(float), distinct
     has = sweeping.any(axis=1)
+    if L == 0 or not has.any():
+        return _Sweep(has, np.zeros(M, np.int64), np.ones(M, np.int64), distinct, None, None, None, None)
     last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
     rows = np.arange(M)
-    upto = np.cumprod(counts, axis=1)[rows, last]  # the sweep and every loop enclosing it
-    vol = np.where(has, upto * fp, fp).astype(float)
+    upto = np.where(has, np.cumprod(counts, axis=1)[rows, last], 1)
+    slides = axis = count = step = None
     if kind == Kind.IFM:
         dim = dims[rows, last]
         axis = WINDOW_AXIS[dim]
         slides = has & (axis >= 0)
         if slides.any():
             count = counts[rows, last]
-            extent = np.where(axis == 0, in_rows, in_cols)
             step = steps[rows, last] * shift[dim]
-            union = np.minimum(extent + (count - 1) * np.minimum(extent, step),
-                               np.where(axis == 0, whole[0], whole[1]))
-            vol = np.where(slides, (upto // count) * fp / extent * union, vol)
-    return vol, distinct
+        else:
+            slides = None
+    return _Sweep(has, last, upto, distinct, slides, axis, count, step)
+
+
+def _volume(kind: Kind, sw: _Sweep, block, whole: tuple[int, int]) -> np.ndarray:
+    """Words loaded to keep a block current through the sweep's loops (``(M,)``)."""
+    fp, in_rows, in_cols = block
+    fp = fp[kind]
+    vol = (sw.upto * fp).astype(float)
+    if sw.slides is not None:
+        extent = np.where(sw.axis == 0, in_rows, in_cols)
+        union = np.minimum(extent + (sw.count - 1) * np.minimum(extent, sw.step),
+                           np.where(sw.axis == 0, whole[0], whole[1]))
+        vol = np.where(sw.slides, (sw.upto // sw.count) * fp / extent * union, vol)
+    return vol
 
 
 def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
@@ -180,12 +203,13 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
         # ---- each pair of consecutive holders, DRAM last
         path = chain + (n,)
         for c, p in zip(path, path[1:]):
-            loops = nests.loops_above(c)
-            vol_c, distinct = _volume(kind, loops, blocks.get(c), blocks.whole, shift)
+            sw = _sweep(kind, nests.loops_above(c), shift)
+            distinct = sw.distinct
+            vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
             def flow(j: int) -> np.ndarray:
                 """Words crossing into the units of level ``j`` (``c < j <= p``), all units."""
-                vol, _ = _volume(kind, loops, blocks.get(c, j), blocks.whole, shift)
+                vol = _volume(kind, sw, blocks.get(c, j), blocks.whole)
                 if not written:
                     return units[j] * vol * cp
                 fp = blocks.get(c, j)[0][kind]
@@ -197,7 +221,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
             if written:
                 writebacks = units[c] * vol_c * cp
                 fills = writebacks - units[c] * distinct * fp_c * cp
-                vol_p, _ = _volume(kind, loops, blocks.get(c, p), blocks.whole, shift)
+                vol_p = _volume(kind, sw, blocks.get(c, p), blocks.whole)
                 parent_writes = units[p] * vol_p * cp
                 parent_reads = parent_writes - units[p] * distinct * blocks.get(c, p)[0][kind] * cp
                 reduced = writebacks - parent_writes
@@ -206,7 +230,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 parent_side = parent_reads + parent_writes
             else:
                 fills = units[c] * vol_c * cp
-                vol_p, _ = _volume(kind, loops, blocks.get(c, p), blocks.whole, shift)
+                vol_p = _volume(kind, sw, blocks.get(c, p), blocks.whole)
                 parent_reads = units[p] * vol_p * cp
                 parent_writes = 0.0
                 rotated = fills * (shr - 1) / shr

@@ -55,22 +55,43 @@ def check_objective(objective: str) -> str:
 
 
 def no_scheme(layer: Layer, batch: int, arch: ArchSpec) -> NoSchemeError:
-    """The error for a layer nothing fits: name the layer and the buffer that is too small."""
-    from kapla.dataflow.mapping import pe_mappings
-    from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
+    """The error for a layer nothing fits: name the layer and the innermost
+    buffer that even its smallest block overflows (in the frame where that
+    block is smallest)."""
+    import numpy as np
 
-    full = layer_dims(layer, batch)
-    regf = arch.levels[0]
-    smallest = None
-    for m in pe_mappings(arch.pe_mapping, layer, {d: 1 if d in "NGCK" else full[d] for d in full}, arch.pe_array):
-        unit = {d: 1 for d in full} | m.unit_dims
-        words = sum(footprint(r.kind, unit, layer) * r.copies for r in tensor_roles(layer))
-        smallest = words if smallest is None else min(smallest, words)
-    if smallest is not None and smallest * arch.word_bytes > (regf.capacity or 0):
-        return NoSchemeError(
-            f"layer '{layer.name}' does not fit: its smallest PE block needs {smallest * arch.word_bytes} B "
-            f"of {regf.name} but {regf.name} holds {regf.capacity} B")
-    node = arch.levels[1]
-    return NoSchemeError(
-        f"layer '{layer.name}' does not fit: no partition over {arch.node_array[0]}x{arch.node_array[1]} nodes "
-        f"leaves a block that fits the {node.capacity} B {node.name} (batch {batch})")
+    from kapla.model.rules import held_words
+    from kapla.solve.frames import FrameEvaluator, frames
+
+    candidates = frames(layer, batch, arch)
+    if not candidates:
+        return NoSchemeError(f"layer '{layer.name}' cannot be spread over the arrays of hardware '{arch.name}'")
+    worst: tuple[int, int, str, int] | None = None  # (level, bits needed, buffer, bits held)
+    for frame in candidates:
+        ev = FrameEvaluator(frame, arch)
+        ones = np.ones((1, len(frame.rest)), dtype=np.int64)
+        for level in range(ev.levels):
+            block = ev.block(level, ones, [ones] * level)
+            if ev.fits(level, block)[0]:
+                continue
+            lvl = ev.hw.levels[level]
+            words = held_words(block, ev.nests_probe, ev.hw, level)
+            if lvl.split_bits:
+                kind = next(k for k, w in words.items() if w[0] * ev.hw.bits[k] > lvl.split_bits[k])
+                found = (level, int(words[kind][0] * ev.hw.bits[kind]), f"{lvl.name} ({kind} buffer)",
+                         lvl.split_bits[kind])
+            else:
+                need = sum(int(w[0]) * ev.hw.bits[k] for k, w in words.items())
+                found = (level, need, lvl.name, lvl.capacity_bits or 0)
+            if worst is None or found[:2] < worst[:2]:
+                worst = found
+            break
+        else:
+            worst = None  # this frame's smallest blocks fit: the constraint is elsewhere
+            break
+    if worst is not None:
+        _, need, name, cap = worst
+        return NoSchemeError(f"layer '{layer.name}' does not fit: its smallest block needs {need // 8} B of "
+                             f"{name} but {name} holds {cap // 8} B (batch {batch})")
+    return NoSchemeError(f"layer '{layer.name}' has no valid scheme on hardware '{arch.name}' (batch {batch}): "
+                         "every block that fits the buffers leaves a loop with idle iterations")

@@ -38,7 +38,18 @@ from kapla.model.hardware import channel_distance
 from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
 from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost
-from kapla.solve.space import BLOCK_DIMS, Blocking, Skeleton, build_scheme, distinct_orders, divisors, skeletons
+from kapla.model.objective import objective_of
+from kapla.solve.frames import FrameEvaluator, blockings, frames
+from kapla.solve.space import (
+    BLOCK_DIMS,
+    Blocking,
+    Skeleton,
+    build_scheme,
+    classic,
+    distinct_orders,
+    divisors,
+    skeletons,
+)
 from kapla.workload.layer import Layer
 
 
@@ -135,13 +146,7 @@ class ExhaustiveIntraSolver:
 
 def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: int) -> NoSchemeError:
     """The error for a layer whose every fitting scheme breaks the feed's constraints."""
-    wants = []
-    if feed.ifm_hops is not None:
-        wants.append("reads its forwarded input once")
-    if not feed.to_dram:
-        wants.append("keeps its output on chip without spilling partial sums")
-    if feed.pinned:
-        wants.append("fetches its pinned weights once")
+    wants = feed.wants()
     return NoSchemeError(
         f"layer '{layer.name}' cannot meet its feed constraint (batch {batch}, "
         f"{arch.node_array[0]}x{arch.node_array[1]} nodes): none of the {evaluated} schemes searched "
@@ -152,6 +157,8 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
 @lru_cache(maxsize=4096)
 def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
                   feed: Feed = FROM_DRAM):
+    if not classic(arch):
+        return _solve_frames(layer, batch, arch, objective, budget, feed)
     start = time.perf_counter()
     skels = sorted(((_bound_key(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
                    key=lambda pair: pair[0])
@@ -171,6 +178,30 @@ def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budg
         return None, None, evaluated, time.perf_counter() - start
     scheme = best[1]
     return scheme, evaluate(scheme, arch, feed), evaluated, time.perf_counter() - start
+
+
+def _solve_frames(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None, feed: Feed):
+    """Any memory hierarchy: every frame, every blocking that fits the buffers,
+    one loop order per class at every level (:mod:`kapla.solve.frames`)."""
+    start = time.perf_counter()
+    obj = objective_of(objective)
+    fed = None if feed == FROM_DRAM else feed
+    best: tuple[tuple[float, float], LayerScheme] | None = None
+    evaluated = 0
+    for frame in frames(layer, batch, arch):
+        if budget is not None and time.perf_counter() - start > budget:
+            break
+        ev = FrameEvaluator(frame, arch)
+        for chunk in blockings(ev):
+            costs = ev.costs(chunk, fed)
+            evaluated += len(chunk)
+            i = costs.best(obj)
+            key = (float(costs.value(obj)[i]), float(costs.total[i]))
+            if math.isfinite(key[0]) and (best is None or key < best[0]):
+                best = (key, ev.scheme(chunk, i))
+    if best is None:
+        return None, None, evaluated, time.perf_counter() - start
+    return best[1], evaluate(best[1], arch, feed), evaluated, time.perf_counter() - start
 
 
 def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tuple[float, float]:

@@ -24,7 +24,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -57,6 +57,21 @@ def divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
+def classic(arch: ArchSpec) -> bool:
+    """The hardware this module's space describes: PE registers under a node
+    buffer under DRAM, every level holding every tensor in one buffer, one word
+    width, a PE-mapping template on the PE array and partitions of the nodes.
+    Other hierarchies are searched through :mod:`kapla.solve.frames`."""
+    if len(arch.levels) != 3 or len(set(arch.tensor_bits_of(k) for k in ("ifm", "wgt", "ofm"))) != 1:
+        return False
+    for i in range(2):
+        if arch.capacity_is_split(i) or not all(arch.holds(i, k) for k in ("ifm", "wgt", "ofm")):
+            return False
+        if any(getattr(arch.levels[i], f, None) is not None for f in ("read_pj", "write_pj")):
+            return False
+    return arch.unroll_of(0).kind == "template" and arch.unroll_of(1).kind == "partition"
+
+
 def splits_evenly(extent: int, parts: int) -> bool:
     """``parts`` blocks of ``ceil(extent / parts)`` cover ``extent`` with little padding
     and none wholly empty."""
@@ -81,14 +96,31 @@ class NodePartition:
 
 
 def node_partitions(layer: Layer, batch: int, region: tuple[int, int]) -> list[NodePartition]:
-    """Partitions using every node of ``region``, each dimension split evenly."""
-    full = layer_dims(layer, batch)
+    """Partitions of ``layer`` over a ``region`` of nodes (:func:`node_partitions_of`)."""
+    return node_partitions_of(layer_dims(layer, batch), region)
+
+
+def node_partitions_of(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
+    """Partitions of a block of ``extents`` using every node of ``region``, each
+    dimension split evenly; if there is none (a block too small for so many
+    nodes), those of the largest smaller block of nodes, leaving the others idle."""
     rows, cols = region
-    dims = [d for d in PARTITION_DIMS if full[d] > 1]
+    grids = sorted(((r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)),
+                   key=lambda g: (-g[0] * g[1], -g[0]))
+    for grid in grids:
+        found = _partitions(extents, grid)
+        if found:
+            return found
+    return [NodePartition(())]
+
+
+def _partitions(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
+    rows, cols = region
+    dims = [d for d in PARTITION_DIMS if extents.get(d, 1) > 1]
     seen: set[tuple] = set()
     out = []
     for counts in factorizations(rows * cols, len(dims)) if dims else ((),):
-        if not all(splits_evenly(full[d], c) for d, c in zip(dims, counts)):
+        if not all(splits_evenly(extents[d], c) for d, c in zip(dims, counts)):
             continue
         key = tuple(zip(dims, counts))
         if key in seen:
@@ -98,6 +130,8 @@ def node_partitions(layer: Layer, batch: int, region: tuple[int, int]) -> list[N
             continue
         seen.add(key)
         out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout) if r * c > 1)))
+    if rows * cols > 1 and out == [NodePartition(())]:
+        return []  # nothing spread: not a partition of this many nodes
     return out
 
 
