@@ -9,48 +9,36 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Mapping
 
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
-from kapla.errors import KaplaError
-from kapla.solve.base import IntraSolver
-from kapla.solve.exhaustive import ExhaustiveIntraSolver
-from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.model.objective import objective_of
 from kapla.solve.network import Progress, schedule_network
+from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
-SOLVERS: dict[str, Callable[[], IntraSolver]] = {
-    "kapla": KaplaIntraSolver,
-    "exhaustive": ExhaustiveIntraSolver,
-}
-
-
-def make_solver(name: str) -> IntraSolver:
-    try:
-        return SOLVERS[name]()
-    except KeyError:
-        raise KaplaError(f"unknown solver '{name}'; choose one of {', '.join(SOLVERS)}") from None
-
-
 def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multinode", *,
              batch: int | None = None, training: bool = False, solver: str = "kapla",
-             objective: str = "energy", top_k: int = 4, pipelining: bool = True, buffer_sharing: bool = True,
-             time_budget: float | None = None, jobs: int | None = None,
-             progress: Progress | None = None) -> ScheduleResult:
+             solver_options: Mapping[str, Any] | None = None, objective: str = "energy", top_k: int = 4,
+             pipelining: bool = True, buffer_sharing: bool = True, time_budget: float | None = None,
+             jobs: int | None = None, progress: Progress | None = None) -> ScheduleResult:
     """Schedule ``network`` (a Network, zoo name or file) on ``arch`` (a spec, preset or file).
 
-    ``solver`` "kapla" runs KAPLA's pruned inter-layer search (keeping the
-    ``top_k`` best segment chains) with its intra-layer solver; "exhaustive"
-    solves every inter-layer scheme with the exhaustive intra-layer solver
-    (bounded by ``time_budget`` seconds, if given). ``pipelining=False`` and
-    ``buffer_sharing=False`` turn those optimisations off even where the
+    ``solver`` names a registered solver (``kapla solvers`` lists them): "kapla"
+    runs KAPLA's pruned inter-layer search (keeping the ``top_k`` best segment
+    chains) with its intra-layer solver; "exhaustive" solves every inter-layer
+    scheme with the exhaustive intra-layer solver (bounded by ``time_budget``
+    seconds, if given). ``solver_options`` go to the solver's parts (e.g.
+    ``{"refine": 40}`` for KAPLA's intra-layer solver). ``pipelining=False``
+    and ``buffer_sharing=False`` turn those optimisations off even where the
     hardware allows them (every layer then forms its own segment). ``jobs``
     worker processes solve layers in parallel (default: one per CPU, at most
     4; 1 runs everything in this process); the result does not depend on it.
     """
+    objective_of(objective)
     if isinstance(network, Network):
         net = network.with_batch(batch) if batch is not None else network
         if training and not net.training:
@@ -62,6 +50,13 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
         hw = hw.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
     if not buffer_sharing:
         hw = hw.with_options(buffer_sharing=False)
-    return schedule_network(net, hw, make_solver(solver), objective, top_k=top_k,
-                            exhaustive=solver == "exhaustive", time_budget=time_budget, progress=progress,
-                            jobs=jobs)
+    options = dict(solver_options or {})
+    parts = SOLVERS.get(solver)
+    if parts is not None:
+        accepted = set(STRATEGIES[parts.strategy].options) | set(INTRA[parts.intra].options)
+        if "top_k" in accepted:
+            options.setdefault("top_k", top_k)
+        if "time_budget" in accepted and time_budget is not None:
+            options.setdefault("time_budget", time_budget)
+    strategy, intra = make_solver(solver, options)
+    return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs)

@@ -8,6 +8,7 @@ from kapla import __version__
 from kapla.cli.arch_cmd import arch_cmd
 from kapla.cli.common import KaplaGroup
 from kapla.cli.schedule_cmd import schedule_cmd
+from kapla.cli.solvers_cmd import solvers_cmd
 from kapla.cli.stats_cmd import stats_cmd
 
 
@@ -21,6 +22,7 @@ def app() -> None:
 app.add_command(stats_cmd)
 app.add_command(arch_cmd)
 app.add_command(schedule_cmd)
+app.add_command(solvers_cmd)
 
 
 def main() -> None:

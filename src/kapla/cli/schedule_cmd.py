@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import click
+import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kapla.api import SOLVERS, schedule
+from kapla.api import schedule
+from kapla.solve.registry import SOLVERS
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option
+from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.workload.load import load_network
 
@@ -21,8 +24,11 @@ from kapla.workload.load import load_network
               help="Batch size (overrides a file's or model's; zoo default 64).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
 @click.option("--solver", type=click.Choice(sorted(SOLVERS)), default="kapla", show_default=True,
-              help="kapla: pruned inter-layer search + KAPLA intra-layer solver; exhaustive: every "
-                   "inter-layer scheme, exhaustive intra-layer search (slow; see --budget).")
+              help="A registered solver (`kapla solvers` lists them): kapla: pruned inter-layer search + KAPLA "
+                   "intra-layer solver; exhaustive: every inter-layer scheme, exhaustive intra-layer search "
+                   "(slow; see --budget).")
+@click.option("--option", "-O", "solver_options", multiple=True, metavar="KEY=VALUE",
+              help="An option of the solver's parts, e.g. -O refine=40 (see `kapla solvers`).")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="energy", show_default=True)
 @click.option("--top-k", type=click.IntRange(min=1), default=4, show_default=True,
               help="Segment chains KAPLA's dynamic program keeps and solves.")
@@ -38,8 +44,8 @@ from kapla.workload.load import load_network
               help="Print each layer's directive listing.")
 @json_option
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
-                 top_k: int, pipelining: bool, sharing: bool, budget: float | None, jobs: int | None,
-                 directives: bool, json_out: str | None) -> None:
+                 solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
+                 budget: float | None, jobs: int | None, directives: bool, json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
 
     Finds the segments (layers that run together, pipelined, with on-chip
@@ -57,8 +63,9 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
 
-        result = schedule(network, arch, solver=solver, objective=objective, top_k=top_k, pipelining=pipelining,
-                          buffer_sharing=sharing, time_budget=budget, jobs=jobs, progress=progress)
+        result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
+                          objective=objective, top_k=top_k, pipelining=pipelining, buffer_sharing=sharing,
+                          time_budget=budget, jobs=jobs, progress=progress)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
@@ -90,6 +97,20 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}")
+
+
+def parse_options(items: tuple[str, ...]) -> dict[str, object]:
+    """``KEY=VALUE`` strings as options; values are read as YAML scalars (numbers, booleans)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise KaplaError(f"--option {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
 
 
 def _print_segments(result) -> None:

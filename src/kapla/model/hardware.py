@@ -105,6 +105,42 @@ def mean_channel_distance(channels: tuple[tuple[int, int], ...], origin: tuple[i
     return total / (rows * cols)
 
 
+def node_level(arch: ArchSpec) -> int | None:
+    """Index of the node level (the outermost on-chip level, whose units the NoC
+    joins), or None for a chip with a single on-chip level."""
+    return len(arch.levels) - 2 if len(arch.levels) >= 3 else None
+
+
+def node_buffer_words(arch: ArchSpec, kind: str) -> int:
+    """Words of tensor ``kind`` one node's buffer can hold (0: it does not hold it,
+    or there is no node level)."""
+    node = node_level(arch)
+    if node is None or not arch.holds(node, kind):
+        return 0
+    return int(arch.capacity_bytes(node, kind) * 8 // arch.tensor_bits_of(kind))
+
+
+def with_node_reserve(arch: ArchSpec, reserve: Mapping[str, int]) -> ArchSpec | None:
+    """``arch`` with some words of each tensor kind taken from every node's
+    buffer (pinned weights, forwarded fmaps waiting); None if nothing is left."""
+    node = node_level(arch)
+    if node is None or not any(reserve.values()):
+        return arch
+    name = arch.levels[node].name
+    if arch.capacity_is_split(node):
+        capacity = {}
+        for kind in ("ifm", "wgt", "ofm"):
+            if arch.holds(node, kind):
+                left = arch.capacity_bytes(node, kind) - reserve.get(kind, 0) * arch.tensor_bits_of(kind) // 8
+                if left <= 0:
+                    return None
+                capacity[kind] = left
+        return arch.with_level(name, capacity=capacity)
+    taken = sum(words * arch.tensor_bits_of(kind) // 8 for kind, words in reserve.items())
+    left = arch.capacity_bytes(node) - taken
+    return arch.with_level(name, capacity=left) if left > 0 else None
+
+
 def channel_distance(arch: ArchSpec, grid: tuple[int, int], origin: tuple[int, int] = (0, 0)) -> float:
     """Mean hops from the nodes of a rows x cols block of ``arch`` to their nearest DRAM channel."""
     return mean_channel_distance(arch.dram_channel_nodes, origin, grid)
@@ -152,4 +188,5 @@ def hardware(arch: ArchSpec) -> Hardware:
     )
 
 
-__all__ = ["Bus", "Hardware", "ITCN", "Level", "MAC", "NOC", "STATIC", "channel_distance", "hardware", "mean_channel_distance"]
+__all__ = ["Bus", "Hardware", "ITCN", "Level", "MAC", "NOC", "STATIC", "channel_distance", "hardware", "mean_channel_distance", "node_buffer_words",
+           "node_level", "with_node_reserve"]

@@ -25,7 +25,12 @@ from typing import Mapping
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import Region, SegmentScheme
 from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import Kind
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
+from kapla.model.hardware import hardware, node_buffer_words, node_level
+from kapla.model.nests import from_schemes
+from kapla.model.rules import buffer_words
 from kapla.model.validity import Validity
 from kapla.workload.layer import Layer
 
@@ -49,6 +54,17 @@ def output_words(layer: Layer, batch: int) -> int:
     return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer) if r.written)
 
 
+def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
+    """Input-fmap words a node's buffer has left beside the layer's own blocks."""
+    hw = hardware(arch)
+    held = buffer_words(from_schemes([scheme]), hw, node)
+    capacity = node_buffer_words(arch, "ifm")
+    if hw.levels[node].split_bits:
+        return capacity - int(held.get(Kind.IFM, 0)[0] if Kind.IFM in held else 0)
+    used_bits = sum(int(w[0]) * hw.bits[k] for k, w in held.items())
+    return capacity - -(-used_bits // hw.bits[Kind.IFM])
+
+
 def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
     """Cost of ``segment`` on the whole chip ``arch``."""
     costs: dict[str, LayerCost] = {}
@@ -66,13 +82,14 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
         cost = evaluate(scheme, local, feed)
         costs[name] = cost
         reasons.extend(cost.validity.reasons)
-        if place.onchip_inputs and cost.valid and len(arch.levels) >= 3:
+        node = node_level(arch)
+        if place.onchip_inputs and cost.valid and node is not None:
             piece = sum(output_words(segment.schemes[p].layer, segment.schemes[p].batch)
                         for p in place.onchip_inputs) / segment.groups
-            free = (local.levels[1].capacity // local.word_bytes - scheme.buffer_words(1)) * place.region.nodes
+            free = _free_words(scheme, local, node) * place.region.nodes
             if piece > free:
                 reasons.append(f"{name}: a forwarded piece of {piece:,.0f} words does not fit the "
-                               f"{free:,} words of {arch.levels[1].name} left in its region")
+                               f"{free:,} words of {arch.levels[node].name} left in its region")
     if reasons:
         return SegmentCost(costs, Validity(tuple(reasons)))
     slot_times = [sum(costs[n].time for n in slot) for slot in segment.slots]

@@ -20,6 +20,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import LayerPlacement, Region
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
+from kapla.model.hardware import node_buffer_words, node_level
 from kapla.model.segment import SegmentCost, dram_distance, output_words
 from kapla.solve.segments import SegmentPlan, allocate_regions
 from kapla.workload.layer import Layer
@@ -98,15 +99,11 @@ def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
                 dram_hops=dram_distance(arch, place.region))
 
 
-def gbuf_words(arch: ArchSpec) -> int:
-    return arch.levels[1].capacity // arch.word_bytes if len(arch.levels) >= 3 else 0
-
-
 def pin_reserve(net: Network, arch: ArchSpec) -> int | None:
     """Words each node keeps for pinned weights, or None if the weights cannot be pinned."""
     nodes = arch.node_array[0] * arch.node_array[1]
     total = sum(weight_words(layer) for layer in net)
-    if total == 0 or total > PIN_FRACTION * nodes * gbuf_words(arch):
+    if total == 0 or total > PIN_FRACTION * nodes * node_buffer_words(arch, "wgt"):
         return None
     return -(-total // nodes)
 
@@ -132,7 +129,7 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool)
 def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> bool:
     """False only if no intra-layer scheme can make ``inter`` valid: a forwarded
     fmap piece must fit the buffers of the region that receives it."""
-    per_node = gbuf_words(arch) - reserve
+    per_node = node_buffer_words(arch, "ifm") - reserve
     if per_node <= 0:
         return False
     inside = set(inter.layers)
@@ -198,9 +195,9 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
             dram += ifm
         else:
             onchip_total += ifm
-            energy += ifm * (arch.levels[1].access_energy + feed.ifm_hops * arch.hop_energy)
+            energy += ifm * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
         if not feed.pinned:
-            room = place.region.nodes * (gbuf_words(arch) - reserve) / 2
+            room = place.region.nodes * (node_buffer_words(arch, "wgt") - reserve) / 2
             dram += wgt * (inter.groups if wgt > room else 1)
         if feed.to_dram:
             dram += out

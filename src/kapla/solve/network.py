@@ -40,12 +40,13 @@ import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC
-from kapla.solve.base import IntraSolver, check_objective, no_scheme
+from kapla.model.objective import Objective, objective_of
+from kapla.solve.base import IntraSolver, no_scheme
 from kapla.solve.inter import (
     Estimate,
     InterScheme,
@@ -86,32 +87,28 @@ class PruneStats:
 
 # ---------------------------------------------------------------- the search
 
+Key = tuple[float, float]
+
+
 @dataclass(frozen=True)
 class _Chain:
-    value: float
+    value: Key  # the sum of its segments' additive keys (Objective.additive)
     schemes: tuple[InterScheme, ...]
 
 
-def _value(objective: str, energy: float, time_: float) -> float:
-    """A chain's value: its objective; latency ties go to the lower energy."""
-    return {"energy": energy, "latency": time_ * (1 + 1e-9 * energy), "edp": energy * time_}[objective]
+def _add(a: Key, b: Key) -> Key:
+    return (a[0] + b[0], a[1] + b[1])
 
 
-def _segment_value(objective: str, energy: float, time_: float) -> float:
-    """What the DP adds up per segment: EDP does not add, so its DP ranks by energy
-    (the final chains are compared by their true EDP)."""
-    return _value("energy" if objective == "edp" else objective, energy, time_)
-
-
-def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme, float]]], k: int) -> list[_Chain]:
-    """Dynamic programming over the layers: the ``k`` cheapest chains of segments
-    covering layers ``0..j``, from each segment's additive ``value``."""
+def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme, Key]]], k: int) -> list[_Chain]:
+    """Dynamic programming over the layers: the ``k`` best chains of segments
+    covering layers ``0..j``, from each segment's additive key."""
     best: list[list[_Chain]] = [[] for _ in order]
     for j in range(len(order)):
         candidates = []
         for start, inter, value in options.get(j, ()):
-            prefixes = best[start - 1] if start > 0 else [_Chain(0.0, ())]
-            candidates.extend(_Chain(p.value + value, p.schemes + (inter,)) for p in prefixes)
+            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
+            candidates.extend(_Chain(_add(p.value, value), p.schemes + (inter,)) for p in prefixes)
         candidates.sort(key=lambda c: c.value)
         best[j] = candidates[:k]
     return best[-1] if order else []
@@ -120,53 +117,155 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
 MAX_ROUNDS = 6
 
 
-def _refine(order, options, top_k, segsolver, objective, stats, progress) -> list[_Chain]:
-    """Solve the segments of the ``top_k`` chains, put their true values in place
-    of the estimates (or drop them if invalid), and repeat, at most
-    ``MAX_ROUNDS`` times, until the best chains hold only solved segments; then
-    the best chains of solved segments. With estimates that never exceeded
-    the true values and enough rounds, this would be the optimum of the
-    pruned space."""
-    solved: set[InterScheme] = set(segsolver.cache)  # already solved: true values in place
-    chains: list[_Chain] = []
-    for round_ in range(MAX_ROUNDS):
-        chains = _top_chains(order, options, top_k)
-        todo = list(dict.fromkeys(i for chain in chains for i in chain.schemes if i not in solved))
-        if not todo:
-            break
-        segsolver.prefetch(todo)
-        for n, inter in enumerate(todo):
+@dataclass
+class Search:
+    """What a network strategy works with: the network's layers in order, the
+    valid inter-layer schemes of every candidate segment, and a segment solver."""
+
+    net: Network
+    arch: ArchSpec
+    objective: Objective
+    order: list[str]
+    schemes: list[tuple[int, int, InterScheme]]  # (first layer, last layer, scheme)
+    singles: list[InterScheme]  # each layer alone
+    segsolver: SegmentSolver
+    reserve: int
+    stats: PruneStats
+    progress: Progress | None
+    start: float
+
+    def key(self, found) -> Key:
+        return self.objective.additive(found[1].total_energy, found[1].time)
+
+
+class NetworkStrategy(Protocol):
+    """Chooses which segment chains of the network to solve and compare."""
+
+    name: str
+
+    def chains(self, search: Search) -> list[_Chain]: ...
+
+
+class KaplaStrategy:
+    """KAPLA's pruned search (Sec. IV-B): each layer alone first (the fallback
+    chain, and the calibration of the estimates), then estimates, Pareto
+    pruning per segment and a top-``top_k`` DP whose chains are solved and
+    re-ranked until the best are fully solved."""
+
+    name = "kapla"
+
+    def __init__(self, top_k: int = 4) -> None:
+        if top_k < 1:
+            raise KaplaError(f"--top-k must be at least 1, got {top_k}")
+        self.top_k = top_k
+
+    def chains(self, search: Search) -> list[_Chain]:
+        net, arch, segsolver, stats = search.net, search.arch, search.segsolver, search.stats
+        index = {name: i for i, name in enumerate(search.order)}
+        scale = {}
+        segsolver.prefetch(search.singles)
+        for n, inter in enumerate(search.singles):
             found = segsolver.solve(inter)
-            solved.add(inter)
-            stats.solved += 1
-            if progress is not None:
-                progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
-            j = order.index(inter.layers[-1])
-            entries = options[j]
-            k = next(k for k, (_, other, _) in enumerate(entries) if other == inter)
             if found is None:
-                entries.pop(k)
-            else:
-                entries[k] = (entries[k][0], inter, _segment_value(objective, found[1].total_energy, found[1].time))
-    # the best chains of what was solved (true values only; the single layers always are)
-    known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
-    return _top_chains(order, known, top_k)
+                raise no_scheme(net[inter.layers[0]], net.batch, arch)
+            stats.solved += 1
+            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], search.reserve)
+            if search.progress is not None:
+                search.progress("solving layers", n + 1, len(search.singles))
+        by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
+        spans = {}
+        for i, j, inter in search.schemes:
+            est = estimate(net, arch, inter, search.reserve, scale)
+            by_segment.setdefault(inter.layers, []).append((inter, est))
+            spans[inter.layers] = (i, j)
+        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        for layers, cands in by_segment.items():
+            kept = pareto(cands)
+            stats.pareto += len(kept)
+            i, j = spans[layers]
+            for inter, est in kept:
+                found = segsolver.cache.get(inter)
+                value = search.key(found) if found else search.objective.additive(est.energy, est.time)
+                options.setdefault(j, []).append((i, inter, value))
+        chains = self._refine(search, options)
+        chains.append(_Chain((0.0, 0.0), tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))))
+        return chains
+
+    def _refine(self, search: Search, options) -> list[_Chain]:
+        """Solve the segments of the ``top_k`` chains, put their true keys in place
+        of the estimates (or drop them if invalid), and repeat, at most
+        ``MAX_ROUNDS`` times, until the best chains hold only solved segments;
+        then the best chains of solved segments."""
+        segsolver, order = search.segsolver, search.order
+        solved: set[InterScheme] = set(segsolver.cache)  # already solved: true keys in place
+        for round_ in range(MAX_ROUNDS):
+            chains = _top_chains(order, options, self.top_k)
+            todo = list(dict.fromkeys(i for chain in chains for i in chain.schemes if i not in solved))
+            if not todo:
+                break
+            segsolver.prefetch(todo)
+            for n, inter in enumerate(todo):
+                found = segsolver.solve(inter)
+                solved.add(inter)
+                search.stats.solved += 1
+                if search.progress is not None:
+                    search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
+                j = order.index(inter.layers[-1])
+                entries = options[j]
+                k = next(k for k, (_, other, _) in enumerate(entries) if other == inter)
+                if found is None:
+                    entries.pop(k)
+                else:
+                    entries[k] = (entries[k][0], inter, search.key(found))
+        # the best chains of what was solved (true keys only; the single layers always are)
+        known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
+        return _top_chains(order, known, self.top_k)
 
 
-def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: str = "energy", *,
-                     top_k: int = 4, exhaustive: bool = False, time_budget: float | None = None,
-                     progress: Progress | None = None, jobs: int | None = None) -> ScheduleResult:
+class ExhaustiveStrategy:
+    """The baseline: every valid inter-layer scheme of every segment solved, then
+    the DP on true costs (segment costs add up, so this is the optimum of the
+    space); ``time_budget`` seconds bound it."""
+
+    name = "exhaustive"
+
+    def __init__(self, time_budget: float | None = None) -> None:
+        self.time_budget = time_budget
+
+    def chains(self, search: Search) -> list[_Chain]:
+        net, arch, segsolver, schemes = search.net, search.arch, search.segsolver, search.schemes
+        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        for n, (i, j, inter) in enumerate(schemes):
+            if self.time_budget is not None and time.perf_counter() - search.start > self.time_budget:
+                raise SearchBudgetExceeded(
+                    f"the exhaustive network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
+                    f"after {n} of {len(schemes)} inter-layer schemes")
+            if n % 2 == 0:  # in small batches, so the budget is checked often
+                segsolver.prefetch(inter for _, _, inter in schemes[n: n + 2])
+            found = segsolver.solve(inter)
+            search.stats.solved += 1
+            if search.progress is not None:
+                search.progress("solving segments", n + 1, len(schemes))
+            if found is None:
+                if len(inter.layers) == 1:
+                    raise no_scheme(net[inter.layers[0]], net.batch, arch)
+                continue
+            options.setdefault(j, []).append((i, inter, search.key(found)))
+        return _top_chains(search.order, options, 1)
+
+
+def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: Objective | str = "energy", *,
+                     strategy: NetworkStrategy | None = None, progress: Progress | None = None,
+                     jobs: int | None = None) -> ScheduleResult:
     """Schedule ``net`` on ``arch``: segments, their inter-layer schemes and every layer's scheme.
 
-    ``exhaustive`` solves every valid inter-layer scheme (the baseline);
-    otherwise KAPLA's pruning and top-``top_k`` DP decide which to solve.
-    ``time_budget`` (seconds) bounds the exhaustive search. ``jobs`` worker
+    ``strategy`` (default KAPLA's pruned search) chooses which segment chains
+    are solved, each layer with the intra-layer ``solver``. ``jobs`` worker
     processes solve layers in parallel (default: one per CPU, at most 4); the
     result does not depend on it.
     """
-    check_objective(objective)
-    if top_k < 1:
-        raise KaplaError(f"--top-k must be at least 1, got {top_k}")
+    obj = objective_of(objective)
+    strategy = KaplaStrategy() if strategy is None else strategy
     start = time.perf_counter()
     reserve = pin_reserve(net, arch)
     runs = [False] + ([True] if reserve is not None else [])
@@ -176,15 +275,15 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     pool = ProcessPoolExecutor(jobs, initializer=_ignore_interrupts) if jobs > 1 else None
     try:
         for pinned in runs:
-            found = _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress,
-                            pinned, reserve or 0, stats, pool)
+            found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool)
             if best is None or found[0] < best[0]:
                 best = found
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     _, chain, seg_results, pinned = best
-    return _result(net, arch, solver, objective, chain, seg_results, pinned, stats, time.perf_counter() - start)
+    return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
+                   strategy.name)
 
 
 def _ignore_interrupts() -> None:
@@ -192,13 +291,12 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start, progress, pinned, reserve, stats,
-            pool):
+def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
+            stats, pool):
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
-    segsolver = SegmentSolver(net, arch, solver, objective, reserve, pool)
-    options: dict[int, list[tuple[int, InterScheme, float]]] = {}
+    segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool)
     singles = []
     plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
     all_schemes: list[tuple[int, int, InterScheme]] = []
@@ -212,65 +310,17 @@ def _search(net, arch, solver, objective, top_k, exhaustive, time_budget, start,
                 all_schemes.append((index[plan.layers[0]], j, inter))
                 if len(plan) == 1:
                     singles.append(inter)
-    if exhaustive:
-        for n, (i, j, inter) in enumerate(all_schemes):
-            if time_budget is not None and time.perf_counter() - start > time_budget:
-                raise SearchBudgetExceeded(
-                    f"the exhaustive network search of '{net.name}' ran out of its {time_budget:g} s budget "
-                    f"after {n} of {len(all_schemes)} inter-layer schemes")
-            if n % 2 == 0:  # in small batches, so the budget is checked often
-                segsolver.prefetch(inter for _, _, inter in all_schemes[n: n + 2])
-            found = segsolver.solve(inter)
-            stats.solved += 1
-            if progress is not None:
-                progress("solving segments", n + 1, len(all_schemes))
-            if found is None:
-                if len(inter.layers) == 1:
-                    raise no_scheme(net[inter.layers[0]], net.batch, arch)
-                continue
-            options.setdefault(j, []).append((i, inter, _segment_value(objective, found[1].total_energy,
-                                                                        found[1].time)))
-        chains = _top_chains(order, options, 1)
-    else:
-        # the layers alone first: the fallback chain, and the calibration of the estimates
-        scale = {}
-        segsolver.prefetch(singles)
-        for n, inter in enumerate(singles):
-            found = segsolver.solve(inter)
-            if found is None:
-                raise no_scheme(net[inter.layers[0]], net.batch, arch)
-            stats.solved += 1
-            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], reserve)
-            if progress is not None:
-                progress("solving layers", n + 1, len(singles))
-        by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
-        spans = {}
-        for i, j, inter in all_schemes:
-            est = estimate(net, arch, inter, reserve, scale)
-            by_segment.setdefault(inter.layers, []).append((inter, est))
-            spans[inter.layers] = (i, j)
-        for layers, cands in by_segment.items():
-            kept = pareto(cands)
-            stats.pareto += len(kept)
-            i, j = spans[layers]
-            for inter, est in kept:
-                found = segsolver.cache.get(inter)
-                value = (_segment_value(objective, found[1].total_energy, found[1].time) if found
-                         else est.objective("energy" if objective == "edp" else objective))
-                options.setdefault(j, []).append((i, inter, value))
-        chains = _refine(order, options, top_k, segsolver, objective, stats, progress)
-        singles_chain = tuple(sorted(singles, key=lambda s: index[s.layers[0]]))
-        chains.append(_Chain(0.0, singles_chain))
+    search = Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
     best = None
-    for chain in chains:
+    for chain in strategy.chains(search):
         results = [segsolver.solve(inter) for inter in chain.schemes]
         if any(r is None for r in results):
             continue
         energy = sum(r[1].total_energy for r in results)
         total_time = sum(r[1].time for r in results)
-        value = _value(objective, energy, total_time)
-        if best is None or value < best[0]:
-            best = (value, chain.schemes, results, pinned)
+        key = objective.key(energy, total_time)
+        if best is None or key < best[0]:
+            best = (key, chain.schemes, results, pinned)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
     return best
@@ -280,7 +330,7 @@ def _pipelining(arch: ArchSpec) -> bool:
     return bool(arch.options.spatial_layer_pipe or arch.options.temporal_layer_pipe)
 
 
-def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, seconds) -> ScheduleResult:
+def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, seconds, strategy) -> ScheduleResult:
     layers = []
     energy: dict[str, float] = {}
     segments_info = []
@@ -299,7 +349,8 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
     layers.sort(key=lambda lr: order[lr.name])
     energy.setdefault(STATIC, 0.0)
     total_time = sum(cost.time for _, cost in seg_results)
-    extra = {"pinned": pinned, "segment_details": segments_info, "inter_layer_schemes": stats.to_dict()}
+    extra = {"pinned": pinned, "segment_details": segments_info, "inter_layer_schemes": stats.to_dict(),
+             "strategy": strategy}
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
         extra["pinned_load_j"] = sum(weight_words(net[n]) for n in order) * arch.levels[-1].access_energy
@@ -310,4 +361,5 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         valid=all(cost.valid for _, cost in seg_results), extra=extra)
 
 
-__all__ = ["PruneStats", "SearchBudgetExceeded", "schedule_network"]
+__all__ = ["ExhaustiveStrategy", "KaplaStrategy", "NetworkStrategy", "PruneStats", "Search", "SearchBudgetExceeded",
+           "schedule_network"]

@@ -19,6 +19,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
+from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment
 from kapla.solve.base import IntraSolver, NoSchemeError, shape_key
 from kapla.model.segment import output_words
@@ -93,10 +94,12 @@ class SegmentSolver:
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
         # and a piece of each fmap forwarded to it, which waits in this region.
-        reserve = self.reserve if inter.pinned else 0
+        pinned = self.reserve if inter.pinned else 0
+        waiting = 0
         if place.onchip_inputs:
             piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
-            reserve += math.ceil(piece / place.region.nodes)
+            waiting = math.ceil(piece / place.region.nodes)
+        reserve = (("ifm", waiting), ("wgt", pinned))
         # The scheme is chosen for where the data come from and go to, not for the
         # exact hop distances (they scale traffic every scheme must move anyway),
         # so layers of one shape on equal regions share a solve; the segment is
@@ -109,11 +112,7 @@ class SegmentSolver:
     def _job(self, key: tuple, feed: Feed | None) -> tuple:
         """A layer solve: on a block of the key's shape with the buffer it leaves (None: none left)."""
         _, _, (rows, cols), _, reserve = key
-        local = self.arch.with_node_region(rows, cols)
-        if reserve:
-            gbuf = local.levels[1]
-            left = gbuf.capacity - reserve * local.word_bytes
-            local = local.with_level(gbuf.name, capacity=left) if left > 0 else None
+        local = with_node_reserve(self.arch.with_node_region(rows, cols), dict(reserve))
         return self.solver, key, local, self.objective, feed
 
     def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:

@@ -1,0 +1,235 @@
+"""KAPLA's bottom-up cost descent (Sec. IV-C, Algorithm 1) over any memory hierarchy.
+
+The classic three-level hierarchy (registers, node buffer, DRAM) has its own,
+finely tuned implementation (:mod:`kapla.solve.kapla_intra`); this one works
+level by level on the frames of :mod:`kapla.solve.frames`, so depth, bypassed
+tensors and per-tensor buffers come for free:
+
+1. **frames** are ranked by the cost of one canonical blocking each (the
+   smallest blocks below, everything left looping at the top), all costed
+   by the cost model;
+2. on the best ``top`` frames, from the registers out:
+
+   * *unit*: every register block that fits level 0 is costed with everything
+     else one level up, under each choice of innermost level-0 loop; the best
+     ``beam`` go on;
+   * *each middle level*: every count of its loops that keeps the next
+     level's block within its buffers, under every distinct loop order,
+     with what is left looping at the top; the best ``beam`` go on;
+   * *the top two levels together*: every split of what is left between them
+     that fits, under every pair of distinct loop orders, with the segment's
+     feed: the best valid blocking is the frame's answer.
+
+Candidates are costed in batches by :func:`kapla.model.cost.evaluate_nests`
+and checked against every buffer before they can win.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import DIMS
+from kapla.model.feed import Feed
+from kapla.model.objective import NONE, Objective, better
+from kapla.solve.frames import Blockings, Frame, FrameEvaluator, frames, order_classes, split_rows
+from kapla.workload.layer import Layer
+
+ND = len(DIMS)
+#: Candidates per batch of the top two levels' joint search; beyond it only
+#: one innermost loop per choice is tried at the level below the top.
+MAX_JOINT = 60_000
+
+
+@dataclass
+class _State:
+    """A blocking grown up to some level: unit factors, and counts and orders of the levels done."""
+
+    unit: np.ndarray  # (8,)
+    counts: list[np.ndarray]  # per level done, (8,)
+    orders: list[np.ndarray]  # per level done, (8,) permutation
+    left: np.ndarray  # (8,) what the levels above must still cover
+
+
+def solve_levels(layer: Layer, batch: int, arch: ArchSpec, objective: Objective, feed: Feed | None,
+                 top: int = 4, beam: int = 3) -> tuple[LayerScheme | None, int]:
+    """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
+    candidates = frames(layer, batch, arch)
+    if not candidates:
+        return None, 0
+    evaluators = [FrameEvaluator(f, arch) for f in candidates]
+    ranked, evaluated = _rank(evaluators)
+    best: tuple[tuple[float, float], LayerScheme] | None = None
+    for n, i in enumerate(ranked):
+        if n >= top and best is not None:
+            break
+        found, count = _descend(evaluators[i], objective, feed, beam)
+        evaluated += count
+        if found is not None and (best is None or better(found[0], best[0])):
+            best = found
+    return (best[1] if best else None), evaluated
+
+
+def _rank(evaluators: list[FrameEvaluator]) -> tuple[list[int], int]:
+    """Frames by the energy of their canonical blocking (smallest blocks, the rest at the top)."""
+    values = []
+    for ev in evaluators:
+        b = _canonical(ev)
+        values.append(float(ev.costs(b, rules=False).total[0]))
+    return sorted(range(len(evaluators)), key=lambda i: values[i]), len(evaluators)
+
+
+def _canonical(ev: FrameEvaluator) -> Blockings:
+    n = ev.levels
+    counts = [np.ones((1, ND), np.int64) for _ in range(n)]
+    counts[-1] = np.array([ev.frame.rest], dtype=np.int64)
+    ident = np.arange(ND, dtype=np.int64)[None, :]
+    return Blockings(np.ones((1, ND), np.int64), tuple(counts), np.zeros(1, np.int64), tuple([ident] * n))
+
+
+def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndarray, n: int,
+               orders_here: list[np.ndarray], top_orders: list[np.ndarray] | None = None
+               ) -> tuple[Blockings, np.ndarray, np.ndarray]:
+    """Candidates extending ``states`` (``src`` picks the state of each factor row)
+    with loop counts ``taken`` at ``level`` and the rest at the top; each factor
+    row tried under each of its ``orders_here`` (and ``top_orders``)."""
+    F = len(src)
+    unit = np.stack([states[s].unit for s in src])
+    left = np.stack([states[s].left for s in src]) // taken
+    counts = []
+    for lvl in range(n):
+        if lvl < level:
+            counts.append(np.stack([states[s].counts[lvl] for s in src]))
+        elif lvl == level:
+            counts.append(taken if level < n - 1 else taken * left)
+        elif lvl == n - 1:
+            counts.append(left)
+        else:
+            counts.append(np.ones((F, ND), np.int64))
+    rows, ords = [], [[] for _ in range(n)]
+    ident = np.arange(ND, dtype=np.int64)
+    for f in range(F):
+        here = orders_here[f]
+        tops = top_orders[f] if top_orders is not None else ident[None, :]
+        for a, b in itertools.product(range(len(here)), range(len(tops))):
+            rows.append(f)
+            for lvl in range(n):
+                if lvl < level:
+                    ords[lvl].append(states[src[f]].orders[lvl])
+                elif lvl == level:
+                    ords[lvl].append(here[a])
+                elif lvl == n - 1:
+                    ords[lvl].append(tops[b])
+                else:
+                    ords[lvl].append(ident)
+    b = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
+                  tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
+    return b, left, unit
+
+
+def _innermost_orders(counts: np.ndarray) -> np.ndarray:
+    """One order per choice of innermost looping dim (the others in dims order)."""
+    looping = [j for j in range(ND) if counts[j] > 1]
+    still = [j for j in range(ND) if counts[j] <= 1]
+    if not looping:
+        return np.arange(ND, dtype=np.int64)[None, :]
+    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
+
+
+def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: int):
+    frame = ev.frame
+    n = ev.levels
+    layer = frame.layer
+    dims = frame.dims
+    rest = np.array(frame.rest, dtype=np.int64)
+    evaluated = 0
+
+    # ---- the register block: everything else one level up, each innermost loop there
+    src, units = split_rows(rest[None, :], dims)
+    units = units[ev.fits(0, ev.block(0, units, ()))]
+    if len(units) == 0:
+        return None, evaluated
+    states = [_State(u, [], [], rest // u) for u in units]
+    if n > 1:
+        lefts = rest[None, :] // units
+        b, _, _ = _blockings(states, 0, lefts, np.arange(len(states)), n, [_innermost_orders(x) for x in lefts])
+        # the block one level up holds everything left: its own buffers are judged later
+        costs = ev.costs(b, rules=False)
+        evaluated += len(b)
+        energy = np.full(len(states), np.inf)
+        np.minimum.at(energy, b.rows, costs.total)
+        keep = np.argsort(energy, kind="stable")[:beam]
+        states = [states[i] for i in keep]
+
+    # ---- middle levels, one at a time, the rest at the top
+    for level in range(0, n - 2):
+        src, taken = split_rows(np.stack([s.left for s in states]), dims)
+        cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
+        blocks = ev.block(level + 1, np.stack([states[s].unit for s in src]),
+                          [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
+        ok = ev.fits(level + 1, blocks)
+        src, taken = src[ok], taken[ok]
+        if len(src) == 0:
+            return None, evaluated
+        b, left, _ = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
+        costs = ev.costs(b, rules=False)
+        evaluated += len(b)
+        order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * 4]
+        nxt, seen = [], set()
+        for i in order:
+            f = b.rows[i]
+            if f in seen:
+                continue
+            seen.add(f)
+            s = states[src[f]]
+            nxt.append(_State(s.unit, s.counts + [taken[f]], s.orders + [b.orders[level][i]], left[f]))
+            if len(nxt) == beam:
+                break
+        states = nxt
+
+    # ---- the top two levels together (the top alone on a one-level chip), with the feed
+    best: tuple[tuple[float, float], LayerScheme] | None = None
+    level = max(n - 2, 0)
+    if n == 1:
+        src = np.arange(len(states))
+        taken = np.stack([s.left for s in states])
+        b, _, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
+        best = _pick(ev, b, objective, feed, best)
+        return best, evaluated + len(b)
+    src, taken = split_rows(np.stack([s.left for s in states]), dims)
+    unit_rows = np.stack([states[s].unit for s in src])
+    counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
+    ok = ev.fits(level + 1, ev.block(level + 1, unit_rows, counts_below + [taken]))
+    src, taken = src[ok], taken[ok]
+    if len(src) == 0:
+        return None, evaluated
+    left = np.stack([states[s].left for s in src]) // taken
+    here = list(order_classes(layer, taken))
+    tops = list(order_classes(layer, left))
+    if sum(len(a) * len(t) for a, t in zip(here, tops)) > MAX_JOINT:
+        here = [_innermost_orders(t) for t in taken]
+    b, _, _ = _blockings(states, level, taken, src, n, here, tops)
+    evaluated += len(b)
+    best = _pick(ev, b, objective, feed, best)
+    return best, evaluated
+
+
+def _pick(ev: FrameEvaluator, b: Blockings, objective: Objective, feed: Feed | None, best):
+    """The best valid candidate of ``b`` if it beats ``best``."""
+    costs = ev.costs(b, feed)
+    value = costs.value(objective)
+    i = objective.argbest(value, costs.total)
+    if not math.isfinite(value[i]):
+        return best
+    key = (float(value[i]), float(costs.total[i]))
+    if best is None or better(key, best[0]):
+        return key, ev.scheme(b, i)
+    return best
+
+
+__all__ = ["solve_levels"]

@@ -1,0 +1,107 @@
+"""Solvers found by name: intra-layer solvers, network strategies, and the
+named pairings ``kapla schedule --solver NAME`` offers.
+
+A *solver* of a whole network is a network strategy (which segment chains
+to solve: :mod:`kapla.solve.network`) with an intra-layer solver (each
+layer's scheme). Each part takes its own options; ``solver_options`` are
+handed to whichever part accepts them, and an option neither accepts is an
+error that names the ones they do. A new solver is one :func:`register_intra`
+or :func:`register_strategy` call and, to offer it by name, one
+:func:`register_solver`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from kapla.errors import KaplaError
+from kapla.solve.base import IntraSolver
+from kapla.solve.exhaustive import ExhaustiveIntraSolver
+from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.solve.network import ExhaustiveStrategy, KaplaStrategy, NetworkStrategy
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered part: its name, one line on what it does, and its factory."""
+
+    name: str
+    summary: str
+    make: Callable[..., Any]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The keyword options its factory takes."""
+        params = inspect.signature(self.make).parameters.values()
+        return tuple(p.name for p in params if p.kind == p.KEYWORD_ONLY or p.default is not p.empty)
+
+
+@dataclass(frozen=True)
+class Solver:
+    """A named pairing of a network strategy and an intra-layer solver."""
+
+    name: str
+    summary: str
+    strategy: str
+    intra: str
+
+
+INTRA: dict[str, Entry] = {}
+STRATEGIES: dict[str, Entry] = {}
+SOLVERS: dict[str, Solver] = {}
+
+
+def register_intra(name: str, summary: str, make: Callable[..., IntraSolver]) -> None:
+    INTRA[name] = Entry(name, summary, make)
+
+
+def register_strategy(name: str, summary: str, make: Callable[..., NetworkStrategy]) -> None:
+    STRATEGIES[name] = Entry(name, summary, make)
+
+
+def register_solver(name: str, summary: str, strategy: str, intra: str) -> None:
+    if strategy not in STRATEGIES or intra not in INTRA:
+        raise KaplaError(f"solver '{name}' pairs unknown parts ({strategy!r}, {intra!r})")
+    SOLVERS[name] = Solver(name, summary, strategy, intra)
+
+
+def solver_names() -> tuple[str, ...]:
+    return tuple(SOLVERS)
+
+
+def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[NetworkStrategy, IntraSolver]:
+    """The strategy and intra-layer solver of solver ``name``, with ``options``
+    handed to whichever accepts each (KaplaError for an unknown name or option)."""
+    try:
+        solver = SOLVERS[name]
+    except KeyError:
+        raise KaplaError(f"unknown solver '{name}'; choose one of {', '.join(SOLVERS)}") from None
+    strategy, intra = STRATEGIES[solver.strategy], INTRA[solver.intra]
+    options = dict(options or {})
+    known = set(strategy.options) | set(intra.options)
+    for key in options:
+        if key not in known:
+            raise KaplaError(f"solver '{name}' has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
+    try:
+        return (strategy.make(**{k: v for k, v in options.items() if k in strategy.options}),
+                intra.make(**{k: v for k, v in options.items() if k in intra.options}))
+    except (TypeError, ValueError) as exc:
+        raise KaplaError(f"solver '{name}': {exc}") from None
+
+
+register_intra("kapla", "KAPLA's bottom-up cost descent (Sec. IV-C): skeletons ranked by an estimate, "
+               "the best searched level by level", KaplaIntraSolver)
+register_intra("exhaustive", "the reference optimum: every partition, mapping, blocking and loop-order "
+               "class, with branch and bound", ExhaustiveIntraSolver)
+register_strategy("kapla", "KAPLA's inter-layer search (Sec. IV-B): validity and Pareto pruning, a top-k DP "
+                  "over segment chains on calibrated estimates, the chains solved", KaplaStrategy)
+register_strategy("exhaustive", "every valid inter-layer scheme of every segment solved, then the DP on true "
+                  "costs (the optimum of the space)", ExhaustiveStrategy)
+register_solver("kapla", "KAPLA: pruned inter-layer search + bottom-up intra-layer descent", "kapla", "kapla")
+register_solver("exhaustive", "the exhaustive baseline: every inter-layer scheme, exhaustive intra-layer search "
+                "(slow; bound it with --budget)", "exhaustive", "exhaustive")
+
+__all__ = ["Entry", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
+           "register_solver", "register_strategy", "solver_names"]

@@ -1,0 +1,45 @@
+"""Solvers are found by name; their options reach the part that takes them."""
+
+import pytest
+from click.testing import CliRunner
+
+from kapla.cli.main import app
+from kapla.errors import KaplaError
+from kapla.solve.exhaustive import ExhaustiveIntraSolver
+from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.solve.network import ExhaustiveStrategy, KaplaStrategy
+from kapla.solve.registry import SOLVERS, make_solver
+
+
+def test_named_solvers_pair_a_strategy_and_an_intra_layer_solver():
+    strategy, intra = make_solver("kapla", {"top_k": 2, "refine": 10})
+    assert isinstance(strategy, KaplaStrategy) and strategy.top_k == 2
+    assert isinstance(intra, KaplaIntraSolver) and intra.refine == 10
+    strategy, intra = make_solver("exhaustive", {"time_budget": 5.0})
+    assert isinstance(strategy, ExhaustiveStrategy) and strategy.time_budget == 5.0
+    assert isinstance(intra, ExhaustiveIntraSolver)
+
+
+def test_unknown_names_and_options_are_named():
+    with pytest.raises(KaplaError, match="unknown solver 'nope'; choose one of kapla, exhaustive"):
+        make_solver("nope")
+    with pytest.raises(KaplaError, match=r"solver 'kapla' has no option 'depth' \(options: .*top_k"):
+        make_solver("kapla", {"depth": 3})
+    with pytest.raises(KaplaError, match="top-k must be at least 1"):
+        make_solver("kapla", {"top_k": 0})
+
+
+def test_kapla_solvers_lists_one_line_each():
+    out = CliRunner().invoke(app, ["solvers"]).output.splitlines()
+    for name in SOLVERS:
+        assert sum(line.startswith(name + " ") for line in out) == 1
+    assert any(line.startswith("intra kapla") and "refine" in line for line in out)
+
+
+def test_schedule_takes_solver_options(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(app, ["schedule", "mlp_s", "--arch", "multinode_4x4", "--batch", "4", "--no-directives",
+                             "-O", "top_k=1", "-O", "refine=5"])
+    assert ok.exit_code == 0, ok.output
+    bad = runner.invoke(app, ["schedule", "mlp_s", "--arch", "multinode_4x4", "-O", "depth=1"])
+    assert bad.exit_code == 2 and "error: solver 'kapla' has no option 'depth'" in bad.output
