@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.model import evaluate
 from kapla.dataflow.examples import kapla_example, row_stationary_example, systolic_example
+from kapla.model import evaluate
 
 
 def cases():

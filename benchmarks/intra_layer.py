@@ -1,7 +1,11 @@
 """KAPLA's intra-layer solver against the exhaustive optimum, layer by layer.
 
-Run: python benchmarks/intra_layer.py [--configs multinode,region4x4,edge] [--nets ...]
-                                      [--budget SECONDS] [--jobs N] [--limit N]
+Run: python benchmarks/intra_layer.py [--configs multinode,region4x4,edge,four_level,simba] [--nets ...]
+                                      [--budget SECONDS] [--jobs N] [--limit N] [--baseline GIT_REF]
+
+``--budget 0`` runs KAPLA alone (its energy, time and validity per layer).
+``--baseline REF`` compares KAPLA here with KAPLA at another git revision on
+the classic configurations, both run by this command one after the other.
 
 For every distinct CONV/FC layer of AlexNet, VGG-16, GoogLeNet, ResNet-50,
 MobileNet and the MLPs, on three configurations (the whole 16x16 `multinode`
@@ -18,9 +22,15 @@ optimum, and it is left out of the overhead statistics.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -34,11 +44,18 @@ from kapla.solve.kapla_intra import KaplaIntraSolver
 from kapla.workload.zoo import get_network
 
 NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_s", "mlp_m", "mlp_l")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CONFIGS = {
     "multinode": ("multinode", None, 64),
     "region4x4": ("multinode", (4, 4), 64),
     "edge": ("edge", None, 1),
+    # deeper hierarchies: the documented 4-level example (registers, a local
+    # buffer, node buffers on 2x2 nodes) and CoSA's Simba (per-tensor buffers,
+    # 4 on-chip levels, weights bypassing the global buffer), batch 1 as CoSA
+    "four_level": (str(EXAMPLES / "four_level.yaml"), None, 64),
+    "simba": ("simba", None, 1),
 }
+CLASSIC = ("multinode", "region4x4", "edge")
 
 
 def distinct_layers(nets):
@@ -66,6 +83,9 @@ def run_one(job):
     t0 = time.perf_counter()
     k = KaplaIntraSolver().solve(layer, batch, arch)
     t_k = time.perf_counter() - t0
+    if budget == 0:  # KAPLA only
+        return dict(config=config, layer=label, kapla=k.cost.total_energy, t_kapla=t_k,
+                    valid=evaluate(k.scheme, arch).valid)
     t0 = time.perf_counter()
     e = ExhaustiveIntraSolver(time_budget=budget).solve(layer, batch, arch)
     t_e = time.perf_counter() - t0
@@ -82,8 +102,14 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=600.0, help="exhaustive seconds per layer")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="only the first N distinct layers")
+    parser.add_argument("--baseline", metavar="GIT_REF", default=None,
+                        help="KAPLA only, against KAPLA of GIT_REF run in the same invocation (its own checkout, "
+                             "one process each, one after the other) on the configurations both know")
     args = parser.parse_args()
     layers = distinct_layers(args.nets.split(","))[: args.limit]
+    if args.baseline:
+        compare_with(args.baseline, [c for c in args.configs.split(",") if c in CLASSIC], layers, args)
+        return
     jobs = [(c, label, layer, args.budget) for c in args.configs.split(",") for label, layer in layers]
     console = Console(width=150)
     rows = []
@@ -92,10 +118,14 @@ def main() -> None:
         for row in pool.map(run_one, jobs):
             rows.append(row)
             # a line per layer as it finishes, so a long run that is interrupted still shows its results
-            bar.console.print(f"{row['config']:<10} {row['layer']:<34} exh {row['exhaustive'] * 1e3:10.4f} mJ  "
-                              f"kapla {row['kapla'] * 1e3:10.4f} mJ  {row['kapla'] / row['exhaustive'] - 1:+7.2%}  "
-                              f"{row['t_exhaustive']:6.1f} s {row['t_kapla']:5.2f} s", highlight=False)
+            if "exhaustive" in row:
+                bar.console.print(f"{row['config']:<10} {row['layer']:<34} exh {row['exhaustive'] * 1e3:10.4f} mJ  "
+                                  f"kapla {row['kapla'] * 1e3:10.4f} mJ  {row['kapla'] / row['exhaustive'] - 1:+7.2%}"
+                                  f"  {row['t_exhaustive']:6.1f} s {row['t_kapla']:5.2f} s", highlight=False)
             bar.update(task, advance=1, description=f"{row['config']} {row['layer']}")
+    if args.budget == 0:
+        _kapla_only(console, rows, args.configs.split(","))
+        return
     table = Table(title="KAPLA vs exhaustive, per layer")
     for col in ("config", "layer", "exhaustive mJ", "KAPLA mJ", "overhead", "exh s", "KAPLA s", "valid"):
         table.add_column(col, justify="left" if col in ("config", "layer") else "right")
@@ -120,6 +150,69 @@ def main() -> None:
     console.print(summary)
     invalid = [r for r in rows if not r["valid"]]
     console.print(f"every returned scheme valid: {'yes' if not invalid else 'NO: ' + str(len(invalid))}")
+
+
+def _kapla_only(console: Console, rows: list[dict], configs: list[str]) -> None:
+    table = Table(title="KAPLA alone, per configuration")
+    for col in ("config", "layers", "energy mJ (sum)", "KAPLA s", "slowest layer s", "all valid"):
+        table.add_column(col, justify="left" if col == "config" else "right")
+    for config in configs + ["all"]:
+        sel = [r for r in rows if config == "all" or r["config"] == config]
+        if sel:
+            table.add_row(config, str(len(sel)), f"{sum(r['kapla'] for r in sel) * 1e3:.3f}",
+                          f"{sum(r['t_kapla'] for r in sel):.1f}", f"{max(r['t_kapla'] for r in sel):.2f}",
+                          "yes" if all(r["valid"] for r in sel) else "NO")
+    console.print(table)
+
+
+_BASELINE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1] + "/benchmarks")
+from intra_layer import arch_of, distinct_layers
+from kapla.solve.kapla_intra import KaplaIntraSolver
+out = {}
+for config in sys.argv[2].split(","):
+    arch, batch = arch_of(config)
+    for label, layer in distinct_layers(sys.argv[3].split(","))[: int(sys.argv[4]) if sys.argv[4] else None]:
+        t = time.perf_counter()
+        r = KaplaIntraSolver().solve(layer, batch, arch)
+        out[config + ":" + label] = (r.cost.total_energy, time.perf_counter() - t)
+print(json.dumps(out))
+"""
+
+
+def _kapla_times(root: str, configs: list[str], args) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.path.join(root, "src")}
+    done = subprocess.run([sys.executable, "-c", _BASELINE, root, ",".join(configs), args.nets,
+                           str(args.limit or "")], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def compare_with(ref: str, configs: list[str], layers, args) -> None:
+    """KAPLA of this tree and of ``ref`` on the same layers, one after the other."""
+    here = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        base = os.path.join(tmp, "baseline")
+        subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, ref], check=True,
+                       capture_output=True)
+        try:
+            old = _kapla_times(base, configs, args)
+            new = _kapla_times(here, configs, args)
+        finally:
+            subprocess.run(["git", "-C", here, "worktree", "remove", "--force", base], capture_output=True)
+    console = Console(width=150)
+    table = Table(title=f"KAPLA here against KAPLA at {ref} ({len(layers)} layers per configuration)")
+    for col in ("config", "layers", "same energy", "mean energy ratio", "worst energy ratio",
+                f"{ref} s", "here s", "speed-up"):
+        table.add_column(col, justify="left" if col == "config" else "right")
+    for config in configs + ["all"]:
+        keys = [k for k in new if config == "all" or k.startswith(config + ":")]
+        ratios = [new[k][0] / old[k][0] for k in keys]
+        t_old, t_new = sum(old[k][1] for k in keys), sum(new[k][1] for k in keys)
+        table.add_row(config, str(len(keys)), str(sum(abs(r - 1) <= 1e-9 for r in ratios)),
+                      f"{statistics.mean(ratios):.6f}", f"{max(ratios):.6f}", f"{t_old:.1f}", f"{t_new:.1f}",
+                      f"{t_old / t_new:.2f}x")
+    console.print(table)
 
 
 if __name__ == "__main__":

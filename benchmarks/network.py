@@ -28,6 +28,7 @@ per-level access counts beside the reference, with their ratios.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -130,6 +131,10 @@ def part_one_b(console: Console, nets, budget) -> None:
         console.print(f"mean overhead {statistics.mean(overheads):+.2%}, worst {max(overheads):+.2%}")
 
 
+def _compare_row(table: Table, label: str, mine: float, theirs: float, fmt: str = "{:,.4g}") -> None:
+    table.add_row(label, fmt.format(mine), fmt.format(theirs), f"{mine / theirs:.3f}" if theirs else "-")
+
+
 def part_two(console: Console) -> None:
     for name, ref in REFERENCE.items():
         result = kapla.schedule(name, "multinode", batch=64, **ref["options"])
@@ -140,9 +145,7 @@ def part_two(console: Console) -> None:
         for col in ("figure", "kapla", "nn_dataflow", "ratio"):
             table.add_column(col, justify="left" if col == "figure" else "right")
 
-        def row(label, mine, theirs, fmt="{:,.4g}"):
-            table.add_row(label, fmt.format(mine), fmt.format(theirs), f"{mine / theirs:.3f}" if theirs else "-")
-
+        row = functools.partial(_compare_row, table)
         row("energy (J)", result.energy_j, ref["energy"])
         row("  MAC (J)", energy.get("MAC", 0.0), ref["parts"]["MAC"])
         row("  memory (J)", memory, ref["parts"]["memory"])

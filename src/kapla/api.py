@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
@@ -19,6 +20,7 @@ from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
+
 
 def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multinode", *,
              batch: int | None = None, training: bool = False, solver: str = "kapla",

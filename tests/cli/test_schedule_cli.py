@@ -49,13 +49,13 @@ def test_schedule_bad_inputs_exit_2():
 
 def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
     arch = json.loads(run("arch", "show", "eyeriss", "--json").output)
-    arch["levels"][0]["capacity"] = 8
+    arch["levels"][0]["capacity"] = 4
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(arch))
     result = run("schedule", "alexnet", "--arch", str(path), "--batch", "1")
     assert result.exit_code == 2
     assert re.match(r"error: layer 'conv1_a' does not fit: its smallest block needs \d+ B of REGF but REGF "
-                    r"holds 8 B", result.output)
+                    r"holds 4 B", result.output)
 
 
 def test_readme_python_example_runs():

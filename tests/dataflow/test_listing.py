@@ -10,6 +10,9 @@ from kapla.dataflow.listing import format_scheme, parse_scheme
 from kapla.dataflow.tensors import Kind
 from kapla.errors import SpecError
 from kapla.model import evaluate
+from kapla.model.hardware import hardware
+from kapla.model.nests import from_schemes
+from kapla.model.rules import buffer_words
 
 
 def paper_example():
@@ -49,7 +52,8 @@ def test_paper_example_evaluates_on_multinode():
     assert conv_cost.ops == 64 * 96 * 16 * 15 * 15 * 25
     assert conv_cost.noc_hops > 0 and dw_cost.noc_hops > 0
     # Buffer sharing: the 4 K-nodes store one copy of their common input.
-    assert conv.tensor_size(1, Kind.IFM) == 4 * 16 * 19 * 19 // 4
+    held = buffer_words(from_schemes([conv]), hardware(arch.with_node_region(4, 16)), 1)
+    assert held[Kind.IFM][0] == 4 * 16 * 19 * 19 // 4
     # Without sharing the node buffer overflows.
     unshared = LayerScheme(conv.layer, 64, conv.unit, (conv.levels[0],
                            LevelScheme("GBUF", conv.levels[1].stacks, conv.levels[1].updates)))
@@ -61,8 +65,10 @@ def test_paper_example_evaluates_on_multinode():
     (lambda t: t.replace("layer conv batch=64", "layer nope batch=64"), "unknown layer 'nope'"),
     (lambda t: t.replace("update(K+=24)", "update(K+=25)"), r"tensor holds K=6 but the stacks and updates imply 8"),
     (lambda t: t.replace("update(K+=24)", "update(K+=200)"), r"update\(K\+=200\) steps outside the 96"),
-    (lambda t: t.replace("stack(N+=4, repl=16)", "stack(N+=4, repl=8)"), "tensor holds N=4 but the stacks and updates imply 8"),
-    (lambda t: t.replace("tensor{conv.w}(C=16, K=6,", "tensor{conv.w}(C=16, K=5,"), "a wgt tensor holds K=5 but the stacks and updates imply 6"),
+    (lambda t: t.replace("stack(N+=4, repl=16)", "stack(N+=4, repl=8)"),
+     "tensor holds N=4 but the stacks and updates imply 8"),
+    (lambda t: t.replace("tensor{conv.w}(C=16, K=6,", "tensor{conv.w}(C=16, K=5,"),
+     "a wgt tensor holds K=5 but the stacks and updates imply 6"),
     (lambda t: t.replace("tensor{conv.w}", "tensor{other.w}", 1), "tensors hold|innermost blocks"),
     (lambda t: t + "\n    frobnicate(K+=1)", "cannot read 'frobnicate"),
 ])

@@ -13,8 +13,10 @@ same scheme therefore shows nn_dataflow's count at kapla's node boundary
 
 from kapla.arch import load_arch
 from kapla.dataflow.tensors import Kind
-from kapla.dataflow.traffic import scheme_traffic
 from kapla.model import evaluate
+from kapla.model.hardware import hardware
+from kapla.model.nests import from_schemes
+from kapla.model.traffic import traffic
 from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.space import build_scheme, skeletons
 from kapla.workload.zoo import get_network
@@ -30,16 +32,23 @@ def fc3_scheme():
     return arch, build_scheme(skel, enumerate_and_cost(skel, arch).blocking)
 
 
+def top_flows(arch, scheme):
+    """Each tensor's words between the node buffers (level 1) and DRAM."""
+    nests = from_schemes([scheme])
+    tr = traffic(nests, hardware(arch))
+    return {role.kind: tr.flows[(r, 1)] for r, role in enumerate(nests.roles)}
+
+
 def test_per_node_counting_reproduces_the_reference_dram_figure():
-    _, scheme = fc3_scheme()
-    top = {t.kind: t for t in scheme_traffic(scheme)[-1].tensors}
+    arch, scheme = fc3_scheme()
+    top = top_flows(arch, scheme)
     per_node = top[Kind.IFM].fills + top[Kind.WGT].fills + top[Kind.OFM].writebacks + top[Kind.OFM].fills
     assert per_node == REFERENCE_FC3_DRAM == 8_241_152
 
 
 def test_kapla_reads_shared_inputs_once_and_reduces_partial_sums_on_chip():
     arch, scheme = fc3_scheme()
-    top = {t.kind: t for t in scheme_traffic(scheme)[-1].tensors}
+    top = top_flows(arch, scheme)
     # 8 output-channel groups need the same input block: one DRAM read, 8 deliveries
     assert top[Kind.IFM].fills == 8 * top[Kind.IFM].parent_reads
     # 32 input-channel groups produce partial sums of one output: reduced to one write

@@ -4,11 +4,11 @@ import pytest
 
 from kapla.arch import load_arch
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.examples import kapla_example as paper_example
 from kapla.dataflow.segment import LayerPlacement, Region, SegmentScheme
 from kapla.model import evaluate
 from kapla.model.evaluate import Feed
 from kapla.model.segment import dram_distance, evaluate_segment
-from kapla.dataflow.examples import kapla_example as paper_example
 
 ARCH = load_arch("multinode")
 CONV_REGION = Region((0, 0), (4, 16))

@@ -35,7 +35,8 @@ def test_reference_scheme_is_valid():
     # 2 samples x (4 channels x 10 input columns + 8 x 8 outputs) + 4 x 8 x 3 weights = 304 words
     (dict(unit={"R": 3, "C": 4, "K": 8, "X": 8, "N": 2}, regf_updates=(), gbuf_updates=()),
      r"REGF needs 608 B per unit but holds 512 B"),
-    (dict(gbuf_updates=(Loop("N", 2),), shr=((Kind.WGT, 2),)), r"shares wgt over 2 units but the hardware has no neighbour"),
+    (dict(gbuf_updates=(Loop("N", 2),), shr=((Kind.WGT, 2),)),
+     r"shares wgt over 2 units but the hardware has no neighbour"),
 ])
 def test_each_violation_is_named(bad, message):
     verdict = check_scheme(scheme(**bad), EYERISS)

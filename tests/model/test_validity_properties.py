@@ -117,7 +117,7 @@ def coverage_ok(scheme):
         used = [set() for _ in counts]
         for idx in itertools.product(*(range(c) for c in counts)):
             offset, block = 0, unit
-            for i, c in zip(idx, counts):
+            for i, c in zip(idx, counts, strict=True):
                 offset += i * block
                 block *= c
             lo, hi = offset, min(offset + unit, full)
@@ -125,7 +125,7 @@ def coverage_ok(scheme):
                 hits[lo:hi] += 1
                 for j, i in enumerate(idx):
                     used[j].add(i)
-        if (hits != 1).any() or unit > full or any(len(u) < c for u, c in zip(used, counts)):
+        if (hits != 1).any() or unit > full or any(len(u) < c for u, c in zip(used, counts, strict=True)):
             return False
     return True
 
@@ -162,7 +162,7 @@ def capacity_ok(scheme, arch):
 
 
 def grid_ok(scheme, arch):
-    for lvl, hw in zip(scheme.levels, arch.levels):
+    for lvl, hw in zip(scheme.levels, arch.levels[:-1], strict=True):
         rows = math.prod(s.rows for s in lvl.stacks)
         cols = math.prod(s.cols for s in lvl.stacks)
         if rows > hw.array[0] or cols > hw.array[1]:

@@ -18,20 +18,21 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
 from kapla.arch import load_arch
 from kapla.model import evaluate
+from kapla.model.evaluate import ITCN, Feed
+from kapla.model.rules import scheme_buffer_words
 from kapla.solve.batch import (
     active_dims,
     batch_costs,
     enumerate_and_cost,
     enumerate_blockings,
 )
-from kapla.model.evaluate import ITCN, Feed
 from kapla.solve.exhaustive import _blockings
 from kapla.solve.space import build_scheme, skeletons
 from kapla.workload.layer import Layer
@@ -41,12 +42,12 @@ RTOL = 1e-9
 ARCHS = ("multinode_4x4", "edge", "eyeriss")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _arch(name: str):
     return load_arch(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _layers() -> dict[str, Layer]:
     alexnet = get_network("alexnet", 1)
     mobilenet = get_network("mobilenet", 1)
@@ -131,8 +132,8 @@ def _assert_matches(res, skel, arch, objective: str = "energy", feed: Feed | Non
         assert res.energy[i] == pytest.approx(cost.total_energy, rel=RTOL), where
         assert res.time[i] == pytest.approx(cost.time, rel=RTOL), where
         assert res.objective[i] == pytest.approx(cost.objective(objective), rel=RTOL), where
-        assert res.regf_words[i] == scheme.buffer_words(0), where
-        assert res.gbuf_words[i] == scheme.buffer_words(1), where
+        assert res.regf_words[i] == scheme_buffer_words(scheme, arch, 0), where
+        assert res.gbuf_words[i] == scheme_buffer_words(scheme, arch, 1), where
         for level in (*arch.level_names, ITCN):
             assert res.accesses[level][i] == pytest.approx(cost.level_accesses(level), rel=RTOL, abs=1e-9), \
                 (where, level)
@@ -282,7 +283,7 @@ def test_blockings_that_leave_an_idle_iteration_are_rejected():
     """GoogLeNet inception_5a_pool_proj: 832 channels over 16 nodes; a register block
     of 7 channels on 8 PE rows makes node blocks of 56, and 16 x 56 overshoots 832
     by a whole block. The scalar check and the batch verdict must agree."""
-    from kapla.solve.batch import _candidates, shared_evaluator, active_dims
+    from kapla.solve.batch import _candidates, active_dims, shared_evaluator
     from kapla.solve.space import build_scheme, coverage_ok, skeletons
     from kapla.workload.zoo import get_network
 

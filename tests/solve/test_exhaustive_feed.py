@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -48,15 +48,16 @@ def _schemes(skel):
     rest = skel.rest
     dims = [d for d in BLOCK_DIMS if rest[d] > 1]
     for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
-        for mid in itertools.product(*(divisors(rest[d] // u) for d, u in zip(dims, unit))):
-            top = [rest[d] // (u * m) for d, u, m in zip(dims, unit, mid)]
+        for mid in itertools.product(*(divisors(rest[d] // u) for d, u in zip(dims, unit, strict=True))):
+            top = [rest[d] // (u * m) for d, u, m in zip(dims, unit, mid, strict=True)]
             for o1 in itertools.permutations([i for i in range(len(dims)) if mid[i] > 1]):
                 for o2 in itertools.permutations([i for i in range(len(dims)) if top[i] > 1]):
-                    yield build_scheme(skel, Blocking(tuple(zip(dims, unit)), tuple((dims[i], mid[i]) for i in o1),
+                    yield build_scheme(skel, Blocking(tuple(zip(dims, unit, strict=True)),
+                                                      tuple((dims[i], mid[i]) for i in o1),
                                                       tuple((dims[i], top[i]) for i in o2)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def brute_force(key: str):
     """Per feed: the least energy and latency of a valid scheme (None if no
     scheme is valid) and how many schemes break the feed; and per skeleton

@@ -58,7 +58,7 @@ def brute_force(layer, batch, arch, objective="energy"):
         for split in itertools.product(*per_dim):
             unit = np.ones((1, ND), np.int64)
             counts = [np.ones((1, ND), np.int64) for _ in range(n)]
-            for d, parts in zip(dims, split):
+            for d, parts in zip(dims, split, strict=True):
                 for lvl in range(n - 1):
                     counts[lvl][0, d] = parts[lvl + 1]
                 unit[0, d] = parts[0]
@@ -78,7 +78,7 @@ def brute_force(layer, batch, arch, objective="energy"):
 
 
 @pytest.mark.parametrize("name", sorted(HIERARCHIES))
-@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 def test_exhaustive_finds_the_brute_force_optimum_on_any_hierarchy(name, layer):
     arch = HIERARCHIES[name]
     result = ExhaustiveIntraSolver().solve(layer, 2, arch)
@@ -99,7 +99,7 @@ def test_latency_ties_on_a_deep_hierarchy():
 def test_every_level_of_a_frame_stays_within_its_array():
     for arch in HIERARCHIES.values():
         for frame in frames(LAYERS[1], 2, arch):
-            for sp, lvl in zip(frame.spatial, arch.levels):
+            for sp, lvl in zip(frame.spatial, arch.levels[:-1], strict=True):
                 rows = np.prod([s.rows for s in sp.stacks]) if sp.stacks else 1
                 cols = np.prod([s.cols for s in sp.stacks]) if sp.stacks else 1
                 assert rows <= lvl.array[0] and cols <= lvl.array[1]
@@ -112,3 +112,18 @@ def test_a_middle_buffer_too_small_is_named():
     with pytest.raises(KaplaError, match=r"layer 'f' does not fit: its smallest block needs \d+ B of ABUF but "
                                          r"ABUF holds 4 B"):
         ExhaustiveIntraSolver().solve(LAYERS[0], 2, arch)
+
+
+@pytest.mark.parametrize("name", sorted(HIERARCHIES))
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+def test_kapla_descent_is_valid_and_near_the_brute_force_optimum(name, layer):
+    from kapla.model.objective import ENERGY
+    from kapla.solve.kapla_levels import solve_levels
+
+    arch = HIERARCHIES[name]
+    scheme, evaluated = solve_levels(layer, 2, arch, ENERGY, None)
+    cost = evaluate(scheme, arch)
+    assert cost.valid and evaluated > 0
+    value, _ = brute_force(layer, 2, arch)
+    assert value <= cost.total_energy * (1 + 1e-12)
+    assert cost.total_energy <= value * 1.01

@@ -27,7 +27,7 @@ LAYERS = [
 ]
 
 
-@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 def test_close_to_the_exhaustive_optimum(layer):
     kapla = KaplaIntraSolver().solve(layer, 8, ARCH)
     best = ExhaustiveIntraSolver().solve(layer, 8, ARCH)
@@ -56,7 +56,7 @@ def test_pointwise_layers_reach_the_optimum(arch_name, region, net, name, batch)
     # blocks were ranked with that re-fetch).
     arch = load_arch(arch_name)
     arch = arch.with_node_region(*region) if region else arch
-    layer = next(l for l in get_network(net, 1) if l.name == name)
+    layer = next(x for x in get_network(net, 1) if x.name == name)
     kapla = KaplaIntraSolver().solve(layer, batch, arch)
     best = ExhaustiveIntraSolver().solve(layer, batch, arch)
     assert kapla.cost.total_energy <= best.cost.total_energy * 1.01
@@ -67,7 +67,7 @@ def test_latency_ties_go_to_the_lower_energy():
     # of those, both solvers must return a cheap one (KAPLA was 3 % above the
     # cheapest when time ties were left to the search order).
     arch = load_arch("edge")
-    layer = next(l for l in get_network("alexnet", 1) if l.name == "conv2_a")
+    layer = next(x for x in get_network("alexnet", 1) if x.name == "conv2_a")
     kapla = KaplaIntraSolver().solve(layer, 1, arch, "latency")
     fastest = ExhaustiveIntraSolver().solve(layer, 1, arch, "latency")
     cheapest = ExhaustiveIntraSolver().solve(layer, 1, arch, "energy")

@@ -5,8 +5,8 @@ import pytest
 from kapla.api import schedule
 from kapla.arch import load_arch
 from kapla.model import evaluate
-from kapla.solve.kapla_intra import KaplaIntraSolver
 from kapla.solve.inter import pin_reserve
+from kapla.solve.kapla_intra import KaplaIntraSolver
 from kapla.solve.network import schedule_network
 from kapla.workload.zoo import get_network
 

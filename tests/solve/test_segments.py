@@ -1,3 +1,5 @@
+import itertools
+
 from kapla.solve.segments import allocate_regions, segment_plans, slots_of
 from kapla.workload.zoo import get_network
 
@@ -35,7 +37,7 @@ def test_outputs_leave_for_at_most_one_outside_consumer():
                 consumers = set(net.consumers(name))
                 if consumers & inside:
                     assert len(consumers - inside) <= 1
-            for a, b in zip(plan.layers, plan.layers[1:]):
+            for a, b in itertools.pairwise(plan.layers):
                 assert order.index(b) == order.index(a) + 1
 
 

@@ -3,6 +3,7 @@ scheme any solver returns passes the evaluator's validity check."""
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,6 +11,8 @@ from hypothesis import strategies as st
 from kapla.arch import load_arch
 from kapla.errors import KaplaError
 from kapla.model import evaluate
+from kapla.model.cost import evaluate_nests
+from kapla.model.nests import from_schemes
 from kapla.solve.base import NoSchemeError
 from kapla.solve.exhaustive import ExhaustiveIntraSolver, lower_bound
 from kapla.solve.kapla_intra import KaplaIntraSolver
@@ -21,22 +24,27 @@ SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", ca
 
 def brute_force(layer, batch, arch, objective="energy"):
     """Every skeleton, every factor split and *every* loop order (not just innermost
-    choices): the least (objective, energy) of a valid scheme."""
+    choices): the least (objective, energy) of a valid scheme. Each skeleton's
+    schemes are costed in one batch by the cost model, with its validity rules."""
     best = None
     for skel in skeletons(layer, batch, arch):
         rest = skel.rest
         dims = [d for d in BLOCK_DIMS if rest[d] > 1]
+        schemes = []
         for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
-            for mid in itertools.product(*(divisors(rest[d] // u) for d, u in zip(dims, unit))):
-                top = [rest[d] // (u * m) for d, u, m in zip(dims, unit, mid)]
+            for mid in itertools.product(*(divisors(rest[d] // u) for d, u in zip(dims, unit, strict=True))):
+                top = [rest[d] // (u * m) for d, u, m in zip(dims, unit, mid, strict=True)]
                 for o1 in itertools.permutations(range(len(dims))):
                     for o2 in itertools.permutations(range(len(dims))):
-                        blocking = Blocking(tuple(zip(dims, unit)), tuple((dims[i], mid[i]) for i in o1),
+                        blocking = Blocking(tuple(zip(dims, unit, strict=True)),
+                                            tuple((dims[i], mid[i]) for i in o1),
                                             tuple((dims[i], top[i]) for i in o2))
-                        cost = evaluate(build_scheme(skel, blocking), arch)
-                        if cost.valid:
-                            key = (cost.objective(objective), cost.total_energy)
-                            best = key if best is None or key < best else best
+                        schemes.append(build_scheme(skel, blocking))
+        costs = evaluate_nests(from_schemes(schemes), arch)
+        value = costs.value(objective)
+        for i in np.flatnonzero(np.isfinite(value)):
+            key = (float(value[i]), float(costs.total[i]))
+            best = key if best is None or key < best else best
     return best
 
 
@@ -47,7 +55,7 @@ SMALL_LAYERS = [
 ]
 
 
-@pytest.mark.parametrize("layer", SMALL_LAYERS, ids=lambda l: l.name)
+@pytest.mark.parametrize("layer", SMALL_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("objective", ["energy", "latency"])
 def test_exhaustive_finds_the_brute_force_optimum(layer, objective):
     result = ExhaustiveIntraSolver().solve(layer, 4, SMALL_ARCH, objective)
@@ -58,7 +66,7 @@ def test_exhaustive_finds_the_brute_force_optimum(layer, objective):
     assert result.cost.total_energy == pytest.approx(energy, rel=1e-9)
 
 
-@pytest.mark.parametrize("layer", SMALL_LAYERS, ids=lambda l: l.name)
+@pytest.mark.parametrize("layer", SMALL_LAYERS, ids=lambda layer: layer.name)
 def test_lower_bound_never_exceeds_a_real_scheme(layer):
     for skel in skeletons(layer, 4, SMALL_ARCH):
         bound = lower_bound(skel, SMALL_ARCH, "energy")
@@ -129,8 +137,8 @@ def test_buffer_sharing_lowers_energy_when_the_shared_tensor_outgrows_a_node():
 
 
 def test_a_layer_that_cannot_fit_names_the_layer_and_the_buffer():
-    tiny = load_arch("eyeriss").with_level("REGF", capacity=8)
+    tiny = load_arch("eyeriss").with_level("REGF", capacity=4)
     layer = Layer("wide", Op.CONV, c=3, k=8, h=32, w=32, s=11, r=11)
     with pytest.raises(KaplaError, match=r"layer 'wide' does not fit: its smallest block needs \d+ B of REGF "
-                                         r"but REGF holds 8 B"):
+                                         r"but REGF holds 4 B"):
         KaplaIntraSolver().solve(layer, 1, tiny)

@@ -75,7 +75,7 @@ def describe_arch(spec: ArchSpec) -> str:
                      str(spec.units(level.name)), unroll, _energy(spec, i), bandwidth,
                      "yes" if level.same_level_transfer else "no"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     channels = " ".join(f"({r},{c})" for r, c in spec.dram_channel_nodes)
     origin = "corners of the node array" if spec.dram_channels is None else "explicit"
     lines.append(f"array bus (ITCN, into {spec.levels[0].name}): {spec.array_bus.width_bits} bit = "

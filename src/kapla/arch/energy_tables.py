@@ -15,6 +15,7 @@ returns that point's energy exactly.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ class EnergyTable:
         if len(self.points) < 2:
             raise ValueError(f"energy table {self.name!r} needs at least two points")
         sizes = [size for size, _ in self.points]
-        if any(b <= a for a, b in zip(sizes, sizes[1:])) or sizes[0] <= 0:
+        if any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] <= 0:
             raise ValueError(f"energy table {self.name!r}: sizes must be positive and ascending")
         if any(pj <= 0 for _, pj in self.points):
             raise ValueError(f"energy table {self.name!r}: energies must be positive")

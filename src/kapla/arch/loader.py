@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kapla.errors import ArchError
 from kapla.arch.spec import ArchSpec, validate_arch
+from kapla.errors import ArchError
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 _PRESETS = resources.files("kapla.arch") / "presets"
@@ -47,7 +47,7 @@ def load_arch(source: str | os.PathLike[str] | ArchSpec) -> ArchSpec:
                     f"nor a {'/'.join(FILE_SUFFIXES)} file")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_preset(name: str) -> ArchSpec:
     """The preset called ``name`` (cached: specs are immutable)."""
     if name not in list_presets():

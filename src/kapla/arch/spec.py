@@ -55,11 +55,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from kapla.errors import ArchError
 from kapla.arch.energy_tables import energy_table, energy_table_names
 from kapla.arch.mapping import PeMappingTemplate, get_pe_mapping, pe_mapping_names
 from kapla.arch.messages import UNION_TAG, format_validation_error, path_error
 from kapla.arch.unroll import FREE, FREE_UNROLL, PARTITION_UNROLL, Unroll, parse_unroll
+from kapla.errors import ArchError
 
 PJ = 1e-12  # joules per picojoule
 DRAM_NAME = "DRAM"

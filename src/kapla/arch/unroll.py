@@ -117,7 +117,7 @@ def parse_unroll(text: str) -> Unroll:
                         f"(got {text!r})")
     seen: set[str] = set()
     parsed: list[tuple[str, ...]] = []
-    for side, where in zip(sides, ("before", "after")):
+    for side, where in zip(sides, ("before", "after"), strict=True):
         if not side.strip():
             raise ArchError(f"no loop dims {where} '|' (got {text!r})")
         dims = []

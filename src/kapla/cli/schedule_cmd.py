@@ -8,11 +8,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kapla.api import schedule
-from kapla.solve.registry import SOLVERS
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
+from kapla.solve.registry import SOLVERS
 from kapla.workload.load import load_network
 
 

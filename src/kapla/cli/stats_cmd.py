@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from kapla.cli.common import console, emit_json, json_option
@@ -38,8 +39,9 @@ def stats_cmd(net: str, batch: int | None, training: bool, word_bits: int, json_
         return
     table = Table(title=f"{st.name} ({'training' if st.training else 'inference'}, batch {st.batch}, "
                         f"{word_bits}-bit words)")
-    for col, just in (("layer", "left"), ("operation", "left"), ("MACs", "right"),
-                      ("output MiB", "right"), ("weights MiB", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("layer", "left"), ("operation", "left"), ("MACs", "right"),
+                                                      ("output MiB", "right"), ("weights MiB", "right"))
+    for col, just in columns:
         table.add_column(col, justify=just)
     for ls in st.per_layer:
         table.add_row(ls.name, ls.description, f"{ls.macs:,}" if ls.macs else "-", _mib(ls.out_bytes),

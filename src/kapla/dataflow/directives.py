@@ -24,11 +24,11 @@ of that level, each holding ``1/shr`` of the block.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping
 
-from kapla.dataflow.tensors import DIMS, Kind, TensorRole, footprint, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIMS, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.workload.layer import Layer
 
 
@@ -154,22 +154,6 @@ class LayerScheme:
     @cached_property
     def roles(self) -> tuple[TensorRole, ...]:
         return tensor_roles(self.layer, self.ifm_name)
-
-    def tensor_size(self, index: int, kind: Kind) -> int:
-        """Elements of a ``kind`` block held in *one* buffer at level ``index``."""
-        size = footprint(kind, self.tile(index), self.layer)
-        if index < len(self.levels):
-            size = -(-size // self.levels[index].sharing(kind))
-        return size
-
-    def held(self, index: int) -> tuple[TensorRole, ...]:
-        """The tensors buffered at level ``index`` (all but the bypassed ones)."""
-        skip = self.levels[index].bypass if index < len(self.levels) else frozenset()
-        return tuple(r for r in self.roles if r.kind not in skip)
-
-    def buffer_words(self, index: int) -> int:
-        """Words one buffer of level ``index`` must hold for this scheme."""
-        return sum(self.tensor_size(index, r.kind) * r.copies for r in self.held(index))
 
     def temporal_loops(self, index: int) -> tuple[Loop, ...]:
         """Temporal loops at and above level ``index``, outermost first."""

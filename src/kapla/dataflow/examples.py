@@ -27,7 +27,7 @@ def row_stationary_example() -> LayerScheme:
     K x8, C x4 and, innermost, X x8 (the output row, sliding the input window).
     The node itself loops over the batch N x2.
     """
-    return LayerScheme(SMALL_CONV, 2, {"R": 3}, (
+    return LayerScheme(SMALL_CONV, 2, (("R", 3),), (
         LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 3, 1)), (Loop("K", 8), Loop("C", 4), Loop("X", 8))),
         LevelScheme("GBUF", (), (Loop("N", 2),)),
     ))
@@ -40,7 +40,7 @@ def systolic_example() -> LayerScheme:
     columns; each PE keeps its 3x3 filter (unit S=3, R=3). Loops N x2, Y x8,
     X x8 (X innermost) stream the inputs past the stationary weights.
     """
-    return LayerScheme(SMALL_CONV, 2, {"S": 3, "R": 3}, (
+    return LayerScheme(SMALL_CONV, 2, (("S", 3), ("R", 3)), (
         LevelScheme("REGF", (Stack("C", 4, 1), Stack("K", 1, 8)), (Loop("N", 2), Loop("Y", 8), Loop("X", 8))),
         LevelScheme("GBUF", (), ()),
     ))
@@ -61,12 +61,12 @@ def kapla_example() -> tuple[Network, LayerScheme, LayerScheme]:
     b.conv("conv", "data", 96, 5)
     b.depthwise("dwconv", "conv", 3, pad=1)
     net = b.build()
-    conv = LayerScheme(net["conv"], 64, {"R": 5, "K": 2}, (
+    conv = LayerScheme(net["conv"], 64, (("R", 5), ("K", 2)), (
         LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 5, 1)),
                     (Loop("N", 4), Loop("K", 3), Loop("C", 16), Loop("Y", 2), Loop("X", 15))),
         LevelScheme("GBUF", (Stack("K", 4, 1), Stack("N", 1, 16)), (Loop("K", 4),), shr=((Kind.IFM, 4),)),
     ), ifm_name="data")
-    dw = LayerScheme(net["dwconv"], 64, {"R": 3}, (
+    dw = LayerScheme(net["dwconv"], 64, (("R", 3),), (
         LevelScheme("REGF", (Stack("Y", 1, 8), Stack("S", 3, 1)),
                     (Loop("N", 4), Loop("G", 4), Loop("Y", 2), Loop("X", 8))),
         LevelScheme("GBUF", (Stack("G", 6, 1), Stack("N", 1, 16), Stack("X", 2, 1)), (Loop("G", 4),)),

@@ -24,8 +24,8 @@ of neighbouring levels, as the directives intend.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.tensors import DIMS, Kind, TensorRole, ifm_extent, tensor_roles
@@ -178,11 +178,11 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
         implied = scheme.tile(index)
         for kind, values in lvl["tensors"].items():
             for key, value in values.items():
-                dim = _LOOP_OF.get(key)
-                if dim is not None and value != implied[dim]:
+                held = _LOOP_OF.get(key)
+                if held is not None and value != implied[held]:
                     raise SpecError(
                         f"directive listing of '{name}', level {lvl['level']}: a {kind} tensor holds "
-                        f"{key}={value} but the stacks and updates imply {implied[dim]}")
+                        f"{key}={value} but the stacks and updates imply {implied[held]}")
     return scheme
 
 

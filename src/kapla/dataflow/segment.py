@@ -11,8 +11,8 @@ intra-layer scheme is a :class:`~kapla.dataflow.directives.LayerScheme`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kapla.dataflow.directives import LayerScheme
 
@@ -32,7 +32,7 @@ class Region:
     def center(self) -> tuple[float, float]:
         return (self.origin[0] + (self.shape[0] - 1) / 2, self.origin[1] + (self.shape[1] - 1) / 2)
 
-    def distance(self, other: "Region") -> float:
+    def distance(self, other: Region) -> float:
         """Manhattan hops between the two regions' centres (0 for the same region)."""
         (a, b), (c, d) = self.center, other.center
         return abs(a - c) + abs(b - d)

@@ -7,7 +7,8 @@ back needs the layer, which the network supplies.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.listing import format_scheme
@@ -49,7 +50,8 @@ def scheme_from_dict(data: Mapping[str, Any], layers: Mapping[str, Layer]) -> La
             )
             for lvl in data["levels"]
         )
-        return LayerScheme(layer, int(data["batch"]), dict(data["unit"]), levels, ifm_name=data.get("ifm"))
+        unit = tuple(dict(data["unit"]).items())
+        return LayerScheme(layer, int(data["batch"]), unit, levels, ifm_name=data.get("ifm"))
     except KeyError as exc:
         raise SpecError(f"scheme data: missing or unknown {exc}") from None
     except (TypeError, ValueError) as exc:

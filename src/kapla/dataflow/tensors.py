@@ -18,9 +18,9 @@ layers have no weights; an element-wise layer reads ``n_inputs`` IFMs.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
 
 import numpy as np
 
@@ -101,6 +101,7 @@ WINDOW_AXIS = np.array([{"Y": 0, "S": 0, "X": 1, "R": 1}.get(d, -1) for d in DIM
 """The input-window axis (0 rows, 1 columns) a loop dimension moves, -1 for none."""
 
 
+@lru_cache(maxsize=4096)
 def whole_input(layer: Layer) -> tuple[int, int]:
     """Rows and columns of the padded input the whole layer reads."""
     sy, sx = layer.stride

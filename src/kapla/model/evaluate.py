@@ -10,8 +10,8 @@ An invalid scheme gets its reasons and no numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
@@ -82,7 +82,7 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check:
         return LayerCost(scheme.layer.name, validity)
     hw, tr = costs.hw, costs.traffic
     accesses: dict[str, dict[str, float]] = {lvl.name: {} for lvl in hw.levels}
-    for j, lvl in enumerate(hw.levels[:-1]):
+    for lvl in hw.levels[:-1]:
         if lvl.bus is not None:
             accesses[lvl.bus.name] = {}
 

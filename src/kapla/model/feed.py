@@ -11,6 +11,7 @@ would need a second copy that does not exist (:func:`feed_violations`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -70,13 +71,16 @@ def feed_violations(roles: tuple[TensorRole, ...], top_reads: np.ndarray, once: 
         reads = top_reads[r]
         times = reads / once[r]
         if role.kind == Kind.IFM and not role.written and feed.ifm_hops is not None:
-            out.append(Violation(reads > once[r] * ONCE_TOLERANCE, lambda m, t=times:
-                                 f"the forwarded input is read {t[m]:.3g} times; on-chip data can be read only once"))
+            out.append(Violation(reads > once[r] * ONCE_TOLERANCE, partial(_read_again, times)))
         if role.written and not feed.to_dram:
             out.append(Violation(reads > 0, lambda m: "partial sums of an output kept on chip would spill to DRAM"))
         if role.kind == Kind.WGT and not role.written and feed.pinned:
             out.append(Violation(reads > once[r] * ONCE_TOLERANCE, lambda m: "pinned weights would be reloaded"))
     return out
+
+
+def _read_again(times: np.ndarray, m: int) -> str:
+    return f"the forwarded input is read {times[m]:.3g} times; on-chip data can be read only once"
 
 
 __all__ = ["FROM_DRAM", "Feed", "feed_violations"]

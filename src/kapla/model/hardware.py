@@ -17,9 +17,9 @@ Structure, innermost level first (``levels[-1]`` is DRAM):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.tensors import Kind
@@ -105,6 +105,13 @@ def mean_channel_distance(channels: tuple[tuple[int, int], ...], origin: tuple[i
     return total / (rows * cols)
 
 
+def _onchip_bytes(arch: ArchSpec, i: int, kind: str | None = None) -> int:
+    """``arch.capacity_bytes`` of an on-chip level holding ``kind``: never unbounded (only DRAM is)."""
+    capacity = arch.capacity_bytes(i, kind)
+    assert capacity is not None, (arch.levels[i].name, kind)
+    return capacity
+
+
 def node_level(arch: ArchSpec) -> int | None:
     """Index of the node level (the outermost on-chip level, whose units the NoC
     joins), or None for a chip with a single on-chip level."""
@@ -117,7 +124,7 @@ def node_buffer_words(arch: ArchSpec, kind: str) -> int:
     node = node_level(arch)
     if node is None or not arch.holds(node, kind):
         return 0
-    return int(arch.capacity_bytes(node, kind) * 8 // arch.tensor_bits_of(kind))
+    return int(_onchip_bytes(arch, node, kind) * 8 // arch.tensor_bits_of(kind))
 
 
 def with_node_reserve(arch: ArchSpec, reserve: Mapping[str, int]) -> ArchSpec | None:
@@ -131,13 +138,13 @@ def with_node_reserve(arch: ArchSpec, reserve: Mapping[str, int]) -> ArchSpec | 
         capacity = {}
         for kind in ("ifm", "wgt", "ofm"):
             if arch.holds(node, kind):
-                left = arch.capacity_bytes(node, kind) - reserve.get(kind, 0) * arch.tensor_bits_of(kind) // 8
+                left = _onchip_bytes(arch, node, kind) - reserve.get(kind, 0) * arch.tensor_bits_of(kind) // 8
                 if left <= 0:
                     return None
                 capacity[kind] = left
         return arch.with_level(name, capacity=capacity)
     taken = sum(words * arch.tensor_bits_of(kind) // 8 for kind, words in reserve.items())
-    left = arch.capacity_bytes(node) - taken
+    left = _onchip_bytes(arch, node) - taken
     return arch.with_level(name, capacity=left) if left > 0 else None
 
 
@@ -166,10 +173,10 @@ def hardware(arch: ArchSpec) -> Hardware:
             name=spec.name,
             holds=holds,
             capacity_bits=None if cap is None else cap * 8,
-            split_bits={k: arch.capacity_bytes(i, k.value) * 8 for k in holds} if split else {},
+            split_bits={k: _onchip_bytes(arch, i, k.value) * 8 for k in holds} if split else {},
             read={k: arch.read_energy(i, k.value) for k in Kind},
             write={k: arch.write_energy(i, k.value) for k in Kind},
-            array=tuple(spec.array),
+            array=spec.array,
             same_level_transfer=spec.same_level_transfer,
             bus=bus,
         ))
@@ -188,5 +195,5 @@ def hardware(arch: ArchSpec) -> Hardware:
     )
 
 
-__all__ = ["Bus", "Hardware", "ITCN", "Level", "MAC", "NOC", "STATIC", "channel_distance", "hardware", "mean_channel_distance", "node_buffer_words",
-           "node_level", "with_node_reserve"]
+__all__ = ["Bus", "Hardware", "ITCN", "Level", "MAC", "NOC", "STATIC", "channel_distance", "hardware",
+           "mean_channel_distance", "node_buffer_words", "node_level", "with_node_reserve"]

@@ -18,9 +18,9 @@ common number of loop columns and never change a cost).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -174,7 +174,7 @@ class Nests:
         """``(F, 8)`` block of each level as the loops lay it out (index ``levels``:
         what the whole nest spans); loops advance by it."""
         tiles = [self.unit]
-        for s, t in zip(self.spatial, self.temporal):
+        for s, t in zip(self.spatial, self.temporal, strict=True):
             tiles.append(tiles[-1] * s * t)
         return tuple(tiles)
 
@@ -213,7 +213,7 @@ class Nests:
         if key not in self._cache:
             parts = [self._level_loops(i) for i in range(self.levels - 1, level - 1, -1)]
             if parts:
-                dims, counts, steps = (np.concatenate(p, axis=1) for p in zip(*parts))
+                dims, counts, steps = (np.concatenate(p, axis=1) for p in zip(*parts, strict=True))
             else:
                 dims = counts = steps = np.zeros((len(self), 0), np.int64)
             self._cache[key] = (dims, counts, steps)

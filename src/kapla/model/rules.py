@@ -21,14 +21,20 @@ of a single scheme; a solver just drops the masked candidates).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from functools import partial
+from typing import cast
 
 import numpy as np
 
-from kapla.dataflow.tensors import DIMS, RELEVANT_MASK, Kind, footprints
-from kapla.model.hardware import Hardware
-from kapla.model.nests import Nests
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import DIMS, RELEVANT_MASK, Kind, TensorRole, footprints
+from kapla.model.hardware import Hardware, hardware
+from kapla.model.nests import Nests, from_schemes
+from kapla.workload.layer import Layer
+
 
 @dataclass(frozen=True, eq=False)
 class Violation:
@@ -65,8 +71,9 @@ class Coverage:
 
     @property
     def ok(self) -> np.ndarray:
-        return ~(self.idle.any(axis=1) | self.nonpositive.any(axis=1) | (self.covered < self.full).any(axis=1)
-                 | self.unit_over.any(axis=1))
+        # (M, L) and (M, 8) arrays reduced over axis 1: always an array, never the scalar numpy's stubs allow
+        return cast(np.ndarray, ~(self.idle.any(axis=1) | self.nonpositive.any(axis=1)
+                                  | (self.covered < self.full).any(axis=1) | self.unit_over.any(axis=1)))
 
 
 def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: np.ndarray,
@@ -99,16 +106,17 @@ def coverage_violations(nests: Nests) -> list[Violation]:
     return [Violation(~cov.ok, lambda m: "; ".join(idle_dims(cov, m)))]
 
 
-def held_words(block: np.ndarray, nests: Nests, hw: Hardware, level: int,
-               shr: Mapping[Kind, np.ndarray | int] | None = None) -> dict[Kind, np.ndarray]:
+def block_words(block: np.ndarray, layer: Layer, roles: tuple[TensorRole, ...], hw: Hardware, level: int,
+                bypass: tuple[frozenset[Kind], ...] = (),
+                shr: Mapping[Kind, np.ndarray | np.integer | int] | None = None) -> dict[Kind, np.ndarray]:
     """Words of each tensor one unit of ``level`` holds for blocks ``(..., 8)``:
-    footprints after buffer sharing (``shr``, default the nests'), element-wise
-    inputs counted per copy; tensors the level does not hold are absent."""
-    shr = nests.shr[level] if shr is None else shr
-    fp = footprints(block, nests.layer, tuple(dict.fromkeys(r.kind for r in nests.roles)))
+    footprints after buffer sharing (``shr``), element-wise inputs counted per
+    copy; tensors the level does not hold are absent."""
+    shr = shr or {}
+    fp = footprints(block, layer, tuple(dict.fromkeys(r.kind for r in roles)))
     out: dict[Kind, np.ndarray] = {}
-    for role in nests.roles:
-        if level not in hw.holders(role.kind, nests.bypass):
+    for role in roles:
+        if level not in hw.holders(role.kind, bypass):
             continue
         words = fp[role.kind]
         n = shr.get(role.kind)
@@ -116,6 +124,27 @@ def held_words(block: np.ndarray, nests: Nests, hw: Hardware, level: int,
             words = -(-words // n)
         out[role.kind] = out.get(role.kind, 0) + words * role.copies
     return out
+
+
+def held_words(block: np.ndarray, nests: Nests, hw: Hardware, level: int,
+               shr: Mapping[Kind, np.ndarray | np.integer | int] | None = None) -> dict[Kind, np.ndarray]:
+    """:func:`block_words` of the nests' layer (``shr`` defaults to the nests')."""
+    return block_words(block, nests.layer, nests.roles, hw, level, nests.bypass,
+                       nests.shr[level] if shr is None else shr)
+
+
+def fits(words: Mapping[Kind, np.ndarray], hw: Hardware, level: int) -> np.ndarray:
+    """Which blocks (by their :func:`block_words`) one unit of ``level`` holds:
+    each per-tensor buffer on its own, or all of them in a shared one."""
+    lvl = hw.levels[level]
+    shape = next(iter(words.values())).shape if words else ()
+    ok = np.ones(shape, dtype=bool)
+    if lvl.split_bits:
+        for kind, w in words.items():
+            ok &= w * hw.bits[kind] <= lvl.split_bits[kind]
+    elif lvl.capacity_bits is not None:
+        ok &= sum(w * hw.bits[k] for k, w in words.items()) <= lvl.capacity_bits
+    return ok
 
 
 def buffer_words(nests: Nests, hw: Hardware, level: int) -> dict[Kind, np.ndarray]:
@@ -127,7 +156,7 @@ def buffer_bits(nests: Nests, hw: Hardware, level: int) -> dict[Kind | None, np.
     """``(F,)`` bits one unit of ``level`` needs: per buffer of a split level,
     or in total (key None) for a shared one."""
     words = buffer_words(nests, hw, level)
-    bits = {k: w * hw.bits[k] for k, w in words.items()}
+    bits: dict[Kind | None, np.ndarray] = {k: w * hw.bits[k] for k, w in words.items()}
     if hw.levels[level].split_bits:
         return bits
     return {None: sum(bits.values(), np.zeros(nests.combos, dtype=np.int64))}
@@ -152,9 +181,12 @@ def capacity_violations(nests: Nests, hw: Hardware) -> list[Violation]:
         over = need > cap
         if over.any():
             what = hw.levels[i].name + ("" if kind is None else f" ({kind} buffer)")
-            out.append(Violation(over[nests.rows], lambda m, what=what, need=need, cap=cap:
-                                 f"{what} needs {_bytes(int(need[nests.rows[m]]))} per unit but holds {_bytes(cap)}"))
+            out.append(Violation(over[nests.rows], partial(_over_capacity, what, need, nests.rows, cap)))
     return out
+
+
+def _over_capacity(what: str, need: np.ndarray, rows: np.ndarray, cap: int, m: int) -> str:
+    return f"{what} needs {_bytes(int(need[rows[m]]))} per unit but holds {_bytes(cap)}"
 
 
 def _bytes(bits: int) -> str:
@@ -170,16 +202,21 @@ def arrays(nests: Nests, hw: Hardware) -> list[Violation]:
         over = (rows > limit[0]) | (cols > limit[1])
         if over.any():
             name = hw.levels[i].name
-            out.append(Violation(over[nests.rows], lambda m, name=name, rows=rows, cols=cols, limit=limit:
-                                 f"{name} stacks use {rows[nests.rows[m]]}x{cols[nests.rows[m]]} units but only "
-                                 f"{limit[0]}x{limit[1]} exist"))
+            out.append(Violation(over[nests.rows], partial(_over_array, name, rows, cols, nests.rows, limit)))
     return out
+
+
+def _over_array(name: str, rows: np.ndarray, cols: np.ndarray, nest_rows: np.ndarray, limit: tuple[int, int],
+                m: int) -> str:
+    return (f"{name} stacks use {rows[nest_rows[m]]}x{cols[nest_rows[m]]} units but only "
+            f"{limit[0]}x{limit[1]} exist")
 
 
 def sharing(nests: Nests, hw: Hardware) -> list[Violation]:
     """Buffer sharing only with neighbour transfers, over units holding the same block."""
     out = []
     has_weights = any(r.kind == Kind.WGT for r in nests.roles)
+    f = nests.rows
     for i in range(hw.onchip):
         lvl = hw.levels[i]
         allowed = lvl.same_level_transfer and (i == 0 or hw.buffer_sharing)
@@ -189,28 +226,32 @@ def sharing(nests: Nests, hw: Hardware) -> list[Violation]:
             if not shared.any():
                 continue
             name = lvl.name
-            f = nests.rows
-
-            def at(arr: np.ndarray, m: int) -> int:
-                return int(arr[f[m]])
-
             if not allowed:
-                out.append(Violation(shared[f], lambda m, name=name, kind=kind, shr=shr:
-                                     f"{name} shares {kind} over {at(shr, m)} units but the hardware has no "
-                                     "neighbour transfers (or buffer sharing is off)"))
+                out.append(Violation(shared[f], partial(_sharing_not_allowed, name, kind, shr, f)))
             irrelevant = ~RELEVANT_MASK[kind][st.dims]
             sharers = np.prod(np.where(irrelevant, st.counts, 1), axis=1)
             bad = shared & (sharers % np.maximum(shr, 1) != 0)
             if bad.any():
-                out.append(Violation(bad[f], lambda m, name=name, kind=kind, shr=shr, sharers=sharers:
-                                     f"{name} shares {kind} over {at(shr, m)} units but only {at(sharers, m)} "
-                                     f"units hold the same {kind} block"))
+                out.append(Violation(bad[f], partial(_too_few_sharers, name, kind, shr, sharers, f)))
             if i not in hw.holders(kind, nests.bypass):
-                out.append(Violation(shared[f], lambda m, name=name, kind=kind:
-                                     f"{name} cannot both share and bypass {kind}"))
+                out.append(Violation(shared[f], partial(_shared_and_bypassed, name, kind)))
             if kind == Kind.WGT and not has_weights:
                 out.append(Violation(shared[f], lambda m: "shares weights the layer does not have"))
     return out
+
+
+def _sharing_not_allowed(name: str, kind: Kind, shr: np.ndarray, rows: np.ndarray, m: int) -> str:
+    return (f"{name} shares {kind} over {int(shr[rows[m]])} units but the hardware has no "
+            "neighbour transfers (or buffer sharing is off)")
+
+
+def _too_few_sharers(name: str, kind: Kind, shr: np.ndarray, sharers: np.ndarray, rows: np.ndarray, m: int) -> str:
+    return (f"{name} shares {kind} over {int(shr[rows[m]])} units but only {int(sharers[rows[m]])} "
+            f"units hold the same {kind} block")
+
+
+def _shared_and_bypassed(name: str, kind: Kind, m: int) -> str:
+    return f"{name} cannot both share and bypass {kind}"
 
 
 def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
@@ -233,5 +274,14 @@ def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
     return out
 
 
-__all__ = ["Coverage", "tile_coverage", "arrays", "buffer_bits", "buffer_words", "held_words", "capacity", "capacity_violations", "coverage",
-           "coverage_violations", "idle_dims", "sharing"]
+__all__ = [
+    "Coverage", "arrays", "block_words", "buffer_bits", "buffer_words", "capacity", "capacity_violations",
+    "coverage", "coverage_violations", "fits", "held_words", "idle_dims", "scheme_buffer_words", "sharing",
+    "tile_coverage"
+]
+
+
+def scheme_buffer_words(scheme: LayerScheme, arch: ArchSpec, level: int) -> int:
+    """Words one unit of ``level`` holds for ``scheme`` (every tensor it keeps)."""
+    nests = from_schemes([scheme])
+    return int(sum(int(w[0]) for w in buffer_words(nests, hardware(arch), level).values()))

@@ -19,14 +19,13 @@ own blocks there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.segment import Region, SegmentScheme
-from kapla.dataflow.tensors import footprint, layer_dims, tensor_roles
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.tensors import Kind
+from kapla.dataflow.segment import Region, SegmentScheme
+from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
 from kapla.model.hardware import hardware, node_buffer_words, node_level
 from kapla.model.nests import from_schemes
@@ -60,7 +59,7 @@ def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
     held = buffer_words(from_schemes([scheme]), hw, node)
     capacity = node_buffer_words(arch, "ifm")
     if hw.levels[node].split_bits:
-        return capacity - int(held.get(Kind.IFM, 0)[0] if Kind.IFM in held else 0)
+        return capacity - int(held[Kind.IFM][0] if Kind.IFM in held else 0)
     used_bits = sum(int(w[0]) * hw.bits[k] for k, w in held.items())
     return capacity - -(-used_bits // hw.bits[Kind.IFM])
 

@@ -42,14 +42,16 @@ pinned weights cost nothing there.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from kapla.dataflow.tensors import RELEVANT_MASK, WINDOW_AXIS, Kind, footprints, ifm_extents, whole_input
 from kapla.model.feed import Feed
-from kapla.model.nests import Nests
 from kapla.model.hardware import Hardware, mean_channel_distance
+from kapla.model.nests import Nests
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +71,25 @@ class Traffic:
     bus_side: np.ndarray
     hops: np.ndarray
     top_reads: np.ndarray
+    flows: dict[tuple[int, int], Flow]  # (role, child level) -> that boundary's words
+
+
+@dataclass(frozen=True, eq=False)
+class Flow:
+    """Words of one tensor between a holder (``child``) and the next one out, all
+    units together, ``(M,)`` each: ``fills`` into the child buffers (outputs:
+    partial sums read back), ``parent_reads`` serving them (multicast once),
+    ``writebacks`` out of them and ``parent_writes`` after reduction (outputs),
+    ``rotated`` between sharing units, ``reduced`` combined between units."""
+
+    child: int
+    parent: int
+    fills: np.ndarray | float
+    parent_reads: np.ndarray | float
+    writebacks: np.ndarray | float
+    parent_writes: np.ndarray | float
+    rotated: np.ndarray | float
+    reduced: np.ndarray | float
 
 
 class _Blocks:
@@ -142,11 +163,22 @@ def _volume(kind: Kind, sw: _Sweep, block, whole: tuple[int, int]) -> np.ndarray
     fp = fp[kind]
     vol = (sw.upto * fp).astype(float)
     if sw.slides is not None:
+        assert sw.axis is not None and sw.count is not None and sw.step is not None  # set with slides
         extent = np.where(sw.axis == 0, in_rows, in_cols)
         union = np.minimum(extent + (sw.count - 1) * np.minimum(extent, sw.step),
                            np.where(sw.axis == 0, whole[0], whole[1]))
         vol = np.where(sw.slides, (sw.upto // sw.count) * fp / extent * union, vol)
     return vol
+
+
+def _crossing(kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, units: list[np.ndarray], written: bool, cp: int,
+              j: int) -> np.ndarray:
+    """Words crossing into the units of level ``j`` from holder ``c`` (``c < j``), all units."""
+    vol = _volume(kind, sw, blocks.get(c, j), blocks.whole)
+    if not written:
+        return units[j] * vol * cp
+    fp = blocks.get(c, j)[0][kind]
+    return units[j] * (2 * vol - sw.distinct * fp) * cp
 
 
 def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
@@ -163,6 +195,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     bus_side = np.zeros((n, R, M))
     hops = np.zeros((R, M))
     top_reads = np.zeros((R, M))
+    flows: dict[tuple[int, int], Flow] = {}
     blocks = _Blocks(nests, tuple(dict.fromkeys(r.kind for r in roles)))
     sy, sx = layer.stride
     dy, dx = layer.dilation
@@ -202,22 +235,17 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
 
         # ---- each pair of consecutive holders, DRAM last
         path = chain + (n,)
-        for c, p in zip(path, path[1:]):
+        for c, p in itertools.pairwise(path):
             sw = _sweep(kind, nests.loops_above(c), shift)
             distinct = sw.distinct
             vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
-            def flow(j: int) -> np.ndarray:
-                """Words crossing into the units of level ``j`` (``c < j <= p``), all units."""
-                vol = _volume(kind, sw, blocks.get(c, j), blocks.whole)
-                if not written:
-                    return units[j] * vol * cp
-                fp = blocks.get(c, j)[0][kind]
-                return units[j] * (2 * vol - distinct * fp) * cp
+            # flow(j): words crossing into the units of level ``j`` (``c < j <= p``)
+            flow = functools.partial(_crossing, kind, sw, blocks, c, units, written, cp)
 
             fp_c = blocks.get(c)[0][kind]
-            shr = nests.shr[c].get(kind)
-            shr = 1.0 if shr is None else shr[rows].astype(float)
+            shared = nests.shr[c].get(kind)
+            shr = 1.0 if shared is None else shared[rows].astype(float)
             if written:
                 writebacks = units[c] * vol_c * cp
                 fills = writebacks - units[c] * distinct * fp_c * cp
@@ -240,15 +268,14 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 parent_side = parent_reads
             if p == n:
                 top_reads[r] = parent_reads
+            flows[(r, c)] = Flow(c, p, fills, parent_reads, writebacks, parent_writes, rotated, reduced)
 
-            onchip = feed is not None and p == n and _stays_on_chip(kind, written, feed)
-            at_node = node is not None and c <= node < p
-            if at_node:
+            if node is not None and c <= node < p:  # the pair spans the node level
                 if c == node:
                     hops[r] += rotated + reduced
                 elif written:  # partial sums combined between nodes on their way out
                     hops[r] += np.maximum(flow(node) - parent_side, 0.0) / 2
-            if onchip:
+            if feed is not None and p == n and _stays_on_chip(kind, written, feed):
                 if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
                     # read from (or left in) the node buffers; a forwarded input crosses the NoC
                     reads[c, r] += parent_reads
@@ -263,7 +290,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 # a buffer above the registers: what it serves, what fills it, what it writes back
                 writes[c, r] += fills + reduced
                 reads[c, r] += writebacks + rotated + reduced
-            if at_node:
+            if node is not None and c <= node < p:
                 if written:
                     hops[r] += parent_side * distance
                 else:
@@ -283,7 +310,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 else:
                     bus[j, r] += delivered if j == c else flow(j)
                 bus_side[j, r] += side
-    return Traffic(reads, writes, bus, bus_side, hops, top_reads)
+    return Traffic(reads, writes, bus, bus_side, hops, top_reads, flows)
 
 
 def _stays_on_chip(kind: Kind, written: bool, feed: Feed) -> bool:
@@ -308,4 +335,4 @@ def _distance(nests: Nests, hw: Hardware, feed: Feed | None) -> np.ndarray | flo
     return vals[inv.reshape(-1)][nests.rows]
 
 
-__all__ = ["Traffic", "traffic"]
+__all__ = ["Flow", "Traffic", "traffic"]

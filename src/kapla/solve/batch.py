@@ -1,38 +1,17 @@
-"""Vectorised costs of many loop blockings of one skeleton at once.
+"""Many loop blockings of classic-hierarchy skeletons, costed at once.
 
-The exhaustive intra-layer solver judges every loop blocking of every
-skeleton (:mod:`kapla.solve.space`). Building a :class:`LayerScheme` and
-running :func:`kapla.model.evaluate.evaluate` on each costs a few hundred
-microseconds; this module computes the *same numbers* for arrays of
-blockings with numpy, a few microseconds each.
-
-A skeleton (node partition, buffer sharing, PE mapping) fixes the stacks of
-both levels and the PE mapping's unit block and innermost loops; a blocking
-adds, per block dimension, the unit factor, the REGF-level and GBUF-level
-loop counts and the loop order at both levels. :class:`BatchEvaluator` works
-out the skeleton's part once; :meth:`BatchEvaluator.costs` then evaluates
-``M`` candidates, each with its own factors and orders, as ``(M,)`` and
-``(M, loops)`` array operations that follow :mod:`kapla.dataflow.traffic`
-and :mod:`kapla.model.evaluate` step by step:
-
-* blocks: nominal tiles (what loops advance by), clipped tiles (what a
-  buffer holds) and the stacked groups of each boundary, with the exact
-  input window (:func:`kapla.dataflow.tensors.window`);
-* per tensor and boundary, the innermost relevant loop of count > 1 (loops
-  of count 1 are not in the scheme and never reload anything), the loops
-  enclosing it, and the sliding-window union when that loop moves an input
-  window (step x stride, or x dilation for filter loops);
-* fills, parent reads, write-backs (``2f - 1``), reductions, buffer-sharing
-  rotation, systolic neighbour hops, NoC hops, bus, DRAM and compute time,
-  static energy.
-
-The numbers agree with the scalar evaluator (``check=False``) up to the
-order of floating-point sums; ``tests/solve/test_batch.py`` checks them to
-``rtol=1e-9``. Every entry point takes a ``feed``
-(:class:`kapla.model.evaluate.Feed`, a layer inside a segment): the node
-level's traffic with DRAM is then charged as ``evaluate(..., feed)`` charges
-it, and candidates that break the feed's constraints (``_check_feed``) are
-marked invalid and get objective ``inf``.
+A skeleton (node partition, buffer sharing, PE mapping: :mod:`kapla.solve.space`)
+fixes the stacks of both on-chip levels and the PE mapping's unit block and
+innermost loops; a blocking adds, per block dimension, the unit factor, the
+REGF-level and GBUF-level loop counts and the loop order at both levels.
+This module turns arrays of blockings (of one skeleton, or of several at
+once: :func:`joint_nests`) into the cost model's
+:class:`~kapla.model.nests.Nests` and costs them with
+:func:`kapla.model.cost.evaluate_nests` -- the evaluator's own code, so the
+numbers are the evaluator's, a few microseconds per candidate. Every entry
+point takes a ``feed`` (:class:`kapla.model.feed.Feed`, a layer inside a
+segment); candidates that break its constraints, or that leave a loop with a
+wholly idle iteration, are marked invalid and get objective ``inf``.
 
 Entry points:
 
@@ -40,7 +19,11 @@ Entry points:
 * :func:`enumerate_blockings` - the candidates of
   :func:`kapla.solve.exhaustive._blockings` (capacity-feasible factors x
   equivalence classes of loop orders), as arrays, in its order;
-* :func:`enumerate_and_cost` - both: the best blocking of a skeleton.
+* :func:`enumerate_and_cost` - both: the best blocking of a skeleton;
+* :func:`joint_costs`, :func:`joint_scores`, :func:`joint_coverage` - blockings
+  of several skeletons of one layer in one pass of the cost model
+  (:func:`joint_nests`): a solver that judges a few candidates of many
+  skeletons pays the model's per-call overhead once.
 
 This module reads the solver's :class:`~kapla.solve.space.Skeleton` and
 builds its :class:`~kapla.solve.space.Blocking`; those are imported where
@@ -50,9 +33,10 @@ used, so importing :mod:`kapla.model` never pulls in :mod:`kapla.solve`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -61,9 +45,9 @@ from kapla.dataflow.tensors import DIM_INDEX, DIMS, layer_dims
 from kapla.model.cost import evaluate_nests
 from kapla.model.feed import FROM_DRAM, Feed
 from kapla.model.hardware import ITCN, hardware
-from kapla.model.nests import Loops, Nests, constant_stacks
+from kapla.model.nests import Loops, Nests, Stacks
 from kapla.model.objective import objective_of
-from kapla.model.rules import buffer_words, coverage, coverage_violations, held_words
+from kapla.model.rules import buffer_words, coverage, held_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.solve.space import Blocking, Skeleton  # noqa: F401
@@ -156,14 +140,9 @@ class BatchResult:
     def blocking(self, i: int) -> Blocking:
         """Candidate ``i`` as a :class:`~kapla.solve.space.Blocking` (loops of
         count 1 left out, as the exhaustive solver writes them)."""
-        dims = self.dims
         row = self.rows[i]
-        u, a, t = self.combo_units[row], self.combo_mids[row], self.combo_tops[row]
-        return _space().Blocking(
-            tuple((d, int(u[j])) for j, d in enumerate(dims)),
-            tuple((dims[j], int(a[j])) for j in self.regf_orders[i] if a[j] > 1),
-            tuple((dims[j], int(t[j])) for j in self.gbuf_orders[i] if t[j] > 1),
-        )
+        return blocking_of(self.dims, self.combo_units[row], self.combo_mids[row], self.combo_tops[row],
+                           self.regf_orders[i], self.gbuf_orders[i])
 
     def best(self) -> int:
         """Index of the smallest objective; ties go to the lower energy (under
@@ -173,6 +152,16 @@ class BatchResult:
             return i
         tied = np.flatnonzero(self.objective == self.objective[i])
         return int(tied[np.argmin(self.energy[tied])])
+
+
+def blocking_of(dims: Sequence[str], units, mids, tops, regf_order, gbuf_order) -> Blocking:
+    """One blocking (factors over ``dims``, orders as column permutations,
+    outermost first) as a :class:`~kapla.solve.space.Blocking`, loops of count 1 left out."""
+    return _space().Blocking(
+        tuple((d, int(units[j])) for j, d in enumerate(dims)),
+        tuple((dims[j], int(mids[j])) for j in regf_order if mids[j] > 1),
+        tuple((dims[j], int(tops[j])) for j in gbuf_order if tops[j] > 1),
+    )
 
 
 @dataclass(frozen=True)
@@ -185,6 +174,14 @@ class BestBlocking:
     energy: float = math.inf
     time: float = math.inf
     rejected: int = 0  # of those, the invalid ones (feed constraints, idle loop iterations)
+
+
+def shared_capacity_words(arch: ArchSpec, level: int) -> int:
+    """Words per unit of on-chip ``level`` whose one buffer every tensor shares
+    (the classic hardware the batch evaluator models; ArchError for a split level)."""
+    capacity = arch.capacity_bytes(level)
+    assert capacity is not None, f"level {level} of hardware {arch.name!r} has no capacity"
+    return capacity // arch.word_bytes
 
 
 class BatchEvaluator:
@@ -214,11 +211,30 @@ class BatchEvaluator:
         self.stacks1 = tuple((st.dim, st.rows, st.cols) for st in skel.partition.stacks)
         self.inner = tuple((DIM_INDEX[lp.dim], lp.count) for lp in m.inner)
         self.shr = {k: np.int64(n) for k, n in skel.shr}
-        self.regf_cap = arch.levels[0].capacity // arch.word_bytes
-        self.gbuf_cap = arch.levels[1].capacity // arch.word_bytes
-        self._probe = self._nests(np.ones((1, len(DIMS)), np.int64), np.ones((1, len(DIMS)), np.int64),
-                                  np.ones((1, len(DIMS)), np.int64), np.zeros(1, np.int64),
-                                  np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64), ())
+        self.regf_cap = shared_capacity_words(arch, 0)
+        self.gbuf_cap = shared_capacity_words(arch, 1)
+        # the skeleton's part of every nest, as rows of arrays (see joint_nests)
+        self._stack_lists = tuple(([DIM_INDEX[d] for d, _, _ in sts], [r for _, r, _ in sts], [c for _, _, c in sts])
+                                  for sts in (self.stacks0, self.stacks1))
+        self._stack_rows = tuple(tuple(np.array(col, dtype=np.int64).reshape(-1) for col in cols)
+                                 for cols in self._stack_lists)
+        self._inner_dims = np.array([d for d, _ in self.inner], dtype=np.int64)
+        self._inner_counts = np.array([c for _, c in self.inner], dtype=np.int64)
+        self._s0 = np.ones(len(DIMS), dtype=np.int64)  # PE stacks per dim
+        for d, r, c in self.stacks0:
+            self._s0[DIM_INDEX[d]] *= r * c
+        self._in0 = np.ones(len(DIMS), dtype=np.int64)  # the mapping's innermost loops per dim
+        for col, c in self.inner:
+            self._in0[col] *= c
+        # a nest of this skeleton: what the buffer-word rules read (layer, roles, sharing, bypass)
+        self._probe = Nests(layer, skel.batch, np.ones((1, len(DIMS)), np.int64),
+                            tuple(Stacks(*(col[None, :] for col in st)) for st in self._stack_rows),
+                            (Loops.empty(1), Loops.empty(1)), ({}, {k: np.full(1, n) for k, n in self.shr.items()}),
+                            np.zeros(1, np.int64), ifm_name=None, level_names=arch.level_names[:2])
+
+    def dim_cols(self, dims: Sequence[str]) -> np.ndarray:
+        """Columns of ``dims`` in :data:`DIMS`."""
+        return _dim_cols(tuple(dims))
 
     # ------------------------------------------------------------ nests
 
@@ -226,19 +242,18 @@ class BatchEvaluator:
                ord2: np.ndarray, dims: Sequence[str], feed_name: str | None = None) -> Nests:
         """Blockings as nests: full unit, REGF-level and GBUF-level factors ``(F, 8)``,
         each candidate's combination ``rows`` and its orders (columns of ``dims``)."""
-        F, M = u.shape[0], rows.shape[0]
-        dim_cols = np.array([DIM_INDEX[d] for d in dims], dtype=np.int64)
-        d1 = dim_cols[ord1] if len(dims) else np.zeros((M, 0), np.int64)
-        d2 = dim_cols[ord2] if len(dims) else np.zeros((M, 0), np.int64)
-        r2 = rows[:, None]
-        inner_dims = np.broadcast_to(np.array([d for d, _ in self.inner], dtype=np.int64), (M, len(self.inner)))
-        inner_counts = np.broadcast_to(np.array([c for _, c in self.inner], dtype=np.int64), (M, len(self.inner)))
-        regf = Loops(np.concatenate([d1, inner_dims], axis=1), np.concatenate([a[r2, d1], inner_counts], axis=1))
-        gbuf = Loops(d2, t[r2, d2])
-        shr = {k: np.full(F, n) for k, n in self.shr.items()}
-        return Nests(self.layer, self.skel.batch, self.mu * u,
-                     (constant_stacks(self.stacks0, F), constant_stacks(self.stacks1, F)), (regf, gbuf),
-                     ({}, shr), rows, ifm_name=None, level_names=self.arch.level_names[:2])
+        return joint_nests([self.part(u, a, t, rows, ord1, ord2, dims)])
+
+    def part(self, u: np.ndarray, a: np.ndarray, t: np.ndarray, rows: np.ndarray, ord1: np.ndarray,
+             ord2: np.ndarray, dims: Sequence[str]) -> Part:
+        """Blockings of this skeleton as a :class:`Part` of a joint evaluation (arguments as :meth:`_nests`)."""
+        M = rows.shape[0]
+        cols = self.dim_cols(dims)
+        if len(dims):
+            d1, d2 = cols[ord1], cols[ord2]
+        else:
+            d1 = d2 = np.zeros((M, 0), np.int64)
+        return Part(self, u, a, t, rows, d1, d2, cols)
 
     def full_factors(self, dims: Sequence[str], arr: np.ndarray) -> np.ndarray:
         """Factors over ``dims`` ``(M, len(dims))`` as factors over every loop dim ``(M, 8)``."""
@@ -260,20 +275,13 @@ class BatchEvaluator:
 
     def node_tile(self, dims: Sequence[str], units: np.ndarray, mids: np.ndarray) -> np.ndarray:
         """Clipped GBUF blocks ``(M, 8)``."""
-        s0 = self._probe.spatial[0][0]
-        in0 = np.ones(len(DIMS), dtype=np.int64)
-        for d, c in self.inner:
-            in0[d] *= c
-        return np.minimum(self.mu * self.full_factors(dims, units * mids) * s0 * in0, self.full)
+        return np.minimum(self.mu * self.full_factors(dims, units * mids) * self._s0 * self._in0, self.full)
 
     def coverage_ok(self, u: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
         """(M,) bool: the blocking leaves no loop or stack with a wholly idle
         iteration (:func:`kapla.model.rules.coverage`), from the full unit,
         REGF-level and GBUF-level factors ``(M, 8)``."""
-        M = u.shape[0]
-        order = np.broadcast_to(np.arange(len(DIMS), dtype=np.int64), (M, len(DIMS)))
-        nests = self._nests(u, a, t, np.arange(M), order, order, DIMS)
-        return coverage(nests).ok
+        return joint_coverage([(self, u, a, t)])
 
     # ------------------------------------------------------------- costs
 
@@ -313,25 +321,197 @@ class BatchEvaluator:
 
     def _costs(self, dims, units, mids, tops, rows, ord1, ord2, objective, feed: Feed | None = None) -> BatchResult:
         """The costs; ``feed`` is None or a :class:`Feed` other than ``FROM_DRAM`` (:func:`_as_feed`)."""
-        u, a, t = (self.full_factors(dims, x) for x in (units, mids, tops))
-        nests = self._nests(u, a, t, rows, ord1, ord2, dims)
-        costs = evaluate_nests(nests, self.hw, feed)
-        obj = objective_of(objective)
-        names = self.arch.level_names
-        tr = costs.traffic
-        accesses = {names[i]: costs.level_words(i) for i in range(3)}
-        accesses[ITCN] = tr.bus[0].sum(axis=0)
-        regf_words = sum(buffer_words(nests, self.hw, 0).values(), np.zeros(units.shape[0], np.int64))
-        gbuf_words = sum(buffer_words(nests, self.hw, 1).values(), np.zeros(units.shape[0], np.int64))
-        # the enumeration guarantees capacities, arrays and sharing; what it cannot
-        # see is a split of factors leaving an idle iteration, and the feed
-        valid = np.ones(len(rows), dtype=bool)
-        for v in costs.feed_violations + tuple(coverage_violations(nests)):
-            valid &= ~v.mask
-        value = np.where(valid, obj.of(costs.total, costs.time), np.inf)
-        return BatchResult(dims, units, mids, tops, rows, ord1, ord2, obj.name, costs.total, costs.time,
-                           value, accesses, tr.hops.sum(axis=0), costs.compute, costs.bus_time,
-                           costs.dram_time, regf_words[rows], gbuf_words[rows], None if valid.all() else valid)
+        return joint_costs([(self, dims, units, mids, tops, rows, ord1, ord2)], objective, feed)[0]
+
+
+@lru_cache(maxsize=256)
+def _dim_cols(dims: tuple[str, ...]) -> np.ndarray:
+    out = np.array([DIM_INDEX[d] for d in dims], dtype=np.int64)
+    out.flags.writeable = False  # shared by every caller
+    return out
+
+
+class Part(NamedTuple):
+    """Blockings of one skeleton inside a joint evaluation (:func:`joint_nests`):
+    full unit, REGF-level and GBUF-level factors ``(F, 8)``, each candidate's
+    combination ``rows`` ``(M,)`` and the dims of its REGF-level loops (without
+    the PE mapping's innermost ones) and GBUF-level loops, outermost first,
+    ``(M, K)`` columns of :data:`DIMS`; ``cols``: the dims that may loop
+    (the others have REGF-level and GBUF-level counts 1), None for all."""
+
+    ev: BatchEvaluator
+    u: np.ndarray
+    a: np.ndarray
+    t: np.ndarray
+    rows: np.ndarray
+    d1: np.ndarray
+    d2: np.ndarray
+    cols: np.ndarray | None = None
+
+
+def _left_padded(blocks: Sequence[tuple[np.ndarray, np.ndarray]]) -> Loops:
+    """Loop columns of several parts ``(M_i, K_i)`` stacked into one ``(sum M_i, max K_i)``,
+    the narrower ones padded with loops of count 1 on the outside (they change nothing)."""
+    if len(blocks) == 1:
+        return Loops(*blocks[0])
+    width = max(d.shape[1] for d, _ in blocks)
+    M = sum(d.shape[0] for d, _ in blocks)
+    dims = np.zeros((M, width), dtype=np.int64)
+    counts = np.ones((M, width), dtype=np.int64)
+    at = 0
+    for d, c in blocks:
+        m, k = d.shape
+        dims[at:at + m, width - k:] = d
+        counts[at:at + m, width - k:] = c
+        at += m
+    return Loops(dims, counts)
+
+
+def _joint_stacks(parts: Sequence[Part], level: int, combos: Sequence[int]) -> Stacks:
+    """The stacks of ``level`` of each part, one row per factor combination;
+    a part with fewer stacks gets stacks of one unit (they change nothing)."""
+    if len(parts) == 1:
+        return Stacks(*(np.broadcast_to(x, (combos[0], len(x))) for x in parts[0].ev._stack_rows[level]))
+    width = max(len(p.ev._stack_lists[level][0]) for p in parts)
+    table = np.array([[col + [pad] * (width - len(col))
+                       for col, pad in zip(p.ev._stack_lists[level], (0, 1, 1), strict=True)]
+                      for p in parts], dtype=np.int64).reshape(len(parts), 3, width)
+    reps = np.asarray(combos, dtype=np.int64)
+    return Stacks(*(np.repeat(table[:, j], reps, axis=0) for j in range(3)))
+
+
+def joint_nests(parts: Sequence[Part]) -> Nests:
+    """The blockings of several skeletons of one layer, batch and hardware as
+    one :class:`~kapla.model.nests.Nests`: part ``i``'s factor combinations and
+    candidates follow those of the parts before it. Costing them together gives
+    each candidate the numbers costing its part alone gives (every number of a
+    nest is worked out from its own row): parts with fewer stacks or loops are
+    padded with ones, a sharing a skeleton does not use is 1."""
+    ev0 = parts[0].ev
+    combos = [p.u.shape[0] for p in parts]
+    F = sum(combos)
+    unit = np.concatenate([p.ev.mu * p.u for p in parts]) if len(parts) > 1 else ev0.mu * parts[0].u
+    stacks = (_joint_stacks(parts, 0, combos), _joint_stacks(parts, 1, combos))
+    regf_blocks, gbuf_blocks, rows = [], [], []
+    at = 0
+    for p, f in zip(parts, combos, strict=True):
+        M = p.rows.shape[0]
+        r2 = p.rows[:, None]
+        ev = p.ev
+        if len(ev.inner):
+            dims = np.concatenate([p.d1, np.broadcast_to(ev._inner_dims, (M, len(ev.inner)))], axis=1)
+            counts = np.concatenate([p.a[r2, p.d1], np.broadcast_to(ev._inner_counts, (M, len(ev.inner)))], axis=1)
+        else:
+            dims, counts = p.d1, p.a[r2, p.d1]
+        regf_blocks.append((dims, counts))
+        gbuf_blocks.append((p.d2, p.t[r2, p.d2]))
+        rows.append(p.rows + at if at else p.rows)
+        at += f
+    kinds = list(dict.fromkeys(k for p in parts for k in p.ev.shr))
+    if len(parts) == 1:
+        shr = {k: np.full(F, n) for k, n in ev0.shr.items()}
+    else:
+        reps = np.asarray(combos, dtype=np.int64)
+        shr = {k: np.repeat(np.array([p.ev.shr.get(k, 1) for p in parts], dtype=np.int64), reps) for k in kinds}
+    return Nests(ev0.layer, ev0.skel.batch, unit, stacks, (_left_padded(regf_blocks), _left_padded(gbuf_blocks)),
+                 ({}, shr), rows[0] if len(rows) == 1 else np.concatenate(rows), ifm_name=None,
+                 level_names=ev0.arch.level_names[:2])
+
+
+def joint_coverage(items: Sequence[tuple]) -> np.ndarray:
+    """:meth:`BatchEvaluator.coverage_ok` of several ``(evaluator, u, a, t)``
+    or ``(evaluator, u, a, t, cols)`` (skeletons of one layer, batch and
+    hardware; ``cols``: the only dims, columns of :data:`DIMS`, whose counts
+    in ``a`` and ``t`` may exceed 1) in one pass, their rows one after the
+    other. The loop order does not matter to coverage here (each level loops
+    over a dim once), nor do loops of count 1 (they are left out)."""
+    parts = []
+    for ev, u, a, t, *rest in items:
+        cols = rest[0] if rest and rest[0] is not None else _ALL_DIMS
+        M = u.shape[0]
+        order = np.broadcast_to(cols, (M, len(cols)))
+        parts.append(Part(ev, u, a, t, np.arange(M), order, order))
+    return coverage(joint_nests(parts)).ok
+
+
+_ALL_DIMS = np.arange(len(DIMS), dtype=np.int64)
+_ALL_DIMS.flags.writeable = False
+
+Request = tuple  # (evaluator, dims, units, mids, tops, rows, regf orders, gbuf orders): see joint_costs
+
+
+def _joint_evaluate(requests: Sequence[Request], feed: Feed | None):
+    """The parts, joint nests and costs of :func:`joint_costs`' requests."""
+    parts = []
+    for ev, dims, units, mids, tops, rows, ord1, ord2 in requests:
+        u, a, t = (ev.full_factors(dims, x) for x in (units, mids, tops))
+        parts.append(ev.part(u, a, t, rows, ord1, ord2, dims))
+    nests = joint_nests(parts)
+    return parts, nests, evaluate_nests(nests, parts[0].ev.hw, feed, rules=False)
+
+
+def _joint_valid(parts: Sequence[Part], nests: Nests, costs) -> np.ndarray:
+    """(M,) bool: the candidates :meth:`BatchResult.valid` accepts."""
+    # the enumeration guarantees capacities, arrays and sharing; what it cannot
+    # see is a split of factors leaving an idle iteration, and the feed
+    valid = joint_coverage([(p.ev, p.u, p.a, p.t, p.cols) for p in parts])[nests.rows]
+    for v in costs.feed_violations:
+        valid &= ~v.mask
+    return valid
+
+
+def joint_costs(requests: Sequence[Request], objective: str = "energy", feed: Feed | None = None) -> list[BatchResult]:
+    """:meth:`BatchEvaluator.costs` of several skeletons of one layer, batch and
+    hardware, costed by one :func:`~kapla.model.cost.evaluate_nests` call (see
+    :func:`joint_nests`). Each request is ``(evaluator, dims, units, mids, tops,
+    rows, regf_orders, gbuf_orders)`` in the checked form of
+    :meth:`BatchEvaluator._costs`; ``feed`` is None or not ``FROM_DRAM``."""
+    obj = objective_of(objective)
+    parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
+    ev0 = parts[0].ev
+    names = ev0.arch.level_names
+    tr = costs.traffic
+    accesses = {names[i]: costs.level_words(i) for i in range(3)}
+    accesses[ITCN] = tr.bus[0].sum(axis=0)
+    hops = tr.hops.sum(axis=0)
+    F = nests.combos
+    regf_words = sum(buffer_words(nests, ev0.hw, 0).values(), np.zeros(F, np.int64))
+    gbuf_words = sum(buffer_words(nests, ev0.hw, 1).values(), np.zeros(F, np.int64))
+    valid = _joint_valid(parts, nests, costs)
+    value = np.where(valid, obj.of(costs.total, costs.time), np.inf)
+    out = []
+    f0 = m0 = 0
+    for (_, dims, units, mids, tops, rows, ord1, ord2), p in zip(requests, parts, strict=True):
+        f1, m1 = f0 + p.u.shape[0], m0 + rows.shape[0]
+        cut = slice(m0, m1)
+        ok = valid[cut]
+        out.append(BatchResult(dims, units, mids, tops, rows, ord1, ord2, obj.name, costs.total[cut],
+                               costs.time[cut], value[cut], {k: v[cut] for k, v in accesses.items()},
+                               hops[cut], costs.compute[cut], costs.bus_time[cut],
+                               costs.dram_time[cut], regf_words[f0:f1][rows], gbuf_words[f0:f1][rows],
+                               None if ok.all() else ok))
+        f0, m0 = f1, m1
+    return out
+
+
+def joint_scores(requests: Sequence[Request], objective: str = "energy", feed: Feed | None = None,
+                 check: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(energy, objective)`` of each request's candidates: the
+    ``BatchResult.energy`` and ``.objective`` of :func:`joint_costs`, without
+    the rest. ``check=False`` skips the validity (the objective is then that
+    of every candidate's costs, invalid or not)."""
+    obj = objective_of(objective)
+    parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
+    value = obj.of(costs.total, costs.time)
+    if check:
+        value = np.where(_joint_valid(parts, nests, costs), value, np.inf)
+    out = []
+    m0 = 0
+    for p in parts:
+        m1 = m0 + p.rows.shape[0]
+        out.append((costs.total[m0:m1], value[m0:m1]))
+        m0 = m1
+    return out
 
 
 def _as_factors(x, ncols: int, what: str) -> np.ndarray:

@@ -34,11 +34,12 @@ from functools import lru_cache
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
-from kapla.model.hardware import channel_distance
 from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
+from kapla.model.hardware import channel_distance
+from kapla.model.objective import objective_of
+from kapla.model.rules import scheme_buffer_words
 from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
 from kapla.solve.batch import enumerate_and_cost
-from kapla.model.objective import objective_of
 from kapla.solve.frames import FrameEvaluator, blockings, frames
 from kapla.solve.space import (
     BLOCK_DIMS,
@@ -105,12 +106,12 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
         whole = footprint(r.kind, full, layer) * r.copies
         if r.kind == Kind.WGT and not r.written and feed.pinned:
             continue  # resident weights: no traffic with the top
-        forwarded = r.kind == Kind.IFM and not r.written and feed.ifm_hops is not None
-        if forwarded or (r.written and not feed.to_dram):
+        hops = feed.ifm_hops if r.kind == Kind.IFM and not r.written else None  # not None: a forwarded input
+        if hops is not None or (r.written and not feed.to_dram):
             # kept on chip: read from (or left in) the node buffers at least once
             energy += whole * arch.levels[-2].access_energy
-            if forwarded:
-                energy += whole * feed.ifm_hops * arch.hop_energy
+            if hops is not None:
+                energy += whole * hops * arch.hop_energy
             continue
         energy += whole * arch.levels[-1].access_energy
         if arch.node_level is not None:
@@ -157,8 +158,16 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
 @lru_cache(maxsize=4096)
 def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
                   feed: Feed = FROM_DRAM):
-    if not classic(arch):
+    if not classic(arch) or not any(True for _ in skeletons(layer, batch, arch)):
         return _solve_frames(layer, batch, arch, objective, budget, feed)
+    found = _solve_classic(layer, batch, arch, objective, budget, feed)
+    if found[0] is None and not found[2]:
+        # nothing fits the classic space (whole rows or filters too large): strips and partial filters
+        return _solve_frames(layer, batch, arch, objective, budget, feed)
+    return found
+
+
+def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None, feed: Feed):
     start = time.perf_counter()
     skels = sorted(((_bound_key(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
                    key=lambda pair: pair[0])
@@ -218,19 +227,21 @@ def _blockings(skel: Skeleton, arch: ArchSpec):
     """Every blocking of ``skel`` that fits both buffers, one per class of equivalent loop orders."""
     rest = skel.rest
     dims = [d for d in BLOCK_DIMS if rest[d] > 1]
-    regf_cap = arch.levels[0].capacity // arch.word_bytes
-    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    regf_bytes, gbuf_bytes = arch.levels[0].capacity, arch.levels[1].capacity
+    assert isinstance(regf_bytes, int) and isinstance(gbuf_bytes, int)  # classic: one bounded buffer per level
+    regf_cap = regf_bytes // arch.word_bytes
+    gbuf_cap = gbuf_bytes // arch.word_bytes
     layer = skel.layer
     for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
-        u = dict(zip(dims, unit))
+        u = dict(zip(dims, unit, strict=True))
         probe = build_scheme(skel, Blocking(tuple(u.items()), (), tuple((d, rest[d] // u[d]) for d in dims)))
-        if probe.buffer_words(0) > regf_cap:
+        if scheme_buffer_words(probe, arch, 0) > regf_cap:
             continue
         for mid in itertools.product(*(divisors(rest[d] // u[d]) for d in dims)):
-            a = dict(zip(dims, mid))
+            a = dict(zip(dims, mid, strict=True))
             top = {d: rest[d] // (u[d] * a[d]) for d in dims}
             first = build_scheme(skel, Blocking(tuple(u.items()), tuple(a.items()), tuple(top.items())))
-            if first.buffer_words(1) > gbuf_cap:
+            if scheme_buffer_words(first, arch, 1) > gbuf_cap:
                 continue
             for o1 in distinct_orders(layer, tuple(d for d in dims if a[d] > 1)):
                 for o2 in distinct_orders(layer, tuple(d for d in dims if top[d] > 1)):

@@ -19,10 +19,9 @@ the same (:func:`kapla.solve.space.distinct_orders`), as arrays.
 from __future__ import annotations
 
 import itertools
-import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -33,8 +32,8 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import held_words, tile_coverage
-from kapla.solve.space import distinct_orders, sharing_options, NodePartition
+from kapla.model.rules import fits, held_words, tile_coverage
+from kapla.solve.space import NodePartition, distinct_orders, sharing_options
 from kapla.solve.unroll import Spatial, spatial_options
 from kapla.workload.layer import Layer
 
@@ -58,7 +57,8 @@ class Frame:
         return tuple(j for j, n in enumerate(self.rest) if n > 1)
 
     def describe(self) -> str:
-        parts = [f"{name}: {sp.describe()}" for name, sp in zip(self.levels, self.spatial) if sp.stacks or sp.unit]
+        parts = [f"{name}: {sp.describe()}" for name, sp in zip(self.levels, self.spatial, strict=True)
+                 if sp.stacks or sp.unit]
         shared = ",".join(f"{k}/{n}" for k, n in self.shr)
         return " | ".join(parts + ([f"shr {shared}"] if shared else [])) or "no unrolling"
 
@@ -85,8 +85,8 @@ def frames(layer: Layer, batch: int, arch: ArchSpec) -> list[Frame]:
     if not found:
         return []
     ok = _covers(full, found)
-    out = []
-    for (spatial, rest), good in zip(found, ok):
+    out: list[Frame] = []
+    for (spatial, rest), good in zip(found, ok, strict=True):
         if not good:
             continue
         options = sharing_options(NodePartition(spatial[node].stacks), layer, sharing) if n >= 2 else [()]
@@ -103,7 +103,7 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
         lp = []
         unit = dict(spatial[0].unit)
         for sp in spatial:
-            lp += [(st.dim, st.count) for st in sp.stacks] + [(l.dim, l.count) for l in reversed(sp.inner)]
+            lp += [(st.dim, st.count) for st in sp.stacks] + [(lp_.dim, lp_.count) for lp_ in reversed(sp.inner)]
         lp += [(d, rest[j]) for j, d in enumerate(DIMS) if rest[j] > 1]
         loops.append(lp)
         units.append([unit.get(d, 1) for d in DIMS])
@@ -166,9 +166,10 @@ class FrameEvaluator:
         stacks = []
         for sp in self.frame.spatial:
             k = len(sp.stacks)
-            stacks.append(Stacks(np.tile(np.array([DIM_INDEX[s.dim] for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
-                                 np.tile(np.array([s.rows for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
-                                 np.tile(np.array([s.cols for s in sp.stacks], np.int64), (F, 1)).reshape(F, k)))
+            stacks.append(Stacks(
+                np.tile(np.array([DIM_INDEX[s.dim] for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
+                np.tile(np.array([s.rows for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
+                np.tile(np.array([s.cols for s in sp.stacks], np.int64), (F, 1)).reshape(F, k)))
         updates = []
         for i in range(self.levels):
             dims = b.orders[i]
@@ -201,16 +202,8 @@ class FrameEvaluator:
 
     def fits(self, level: int, block: np.ndarray) -> np.ndarray:
         """``(F,)`` blocks one unit of ``level`` can hold (each per-tensor buffer on its own)."""
-        lvl = self.hw.levels[level]
         words = held_words(block, self._probe, self.hw, level, self.shr if level == self.levels - 1 else {})
-        ok = np.ones(block.shape[0], dtype=bool)
-        if lvl.split_bits:
-            for kind, w in words.items():
-                ok &= w * self.hw.bits[kind] <= lvl.split_bits[kind]
-        elif lvl.capacity_bits is not None:
-            total = sum((w * self.hw.bits[k] for k, w in words.items()), np.zeros(block.shape[0], np.int64))
-            ok &= total <= lvl.capacity_bits
-        return ok
+        return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
 
     def scheme(self, b: Blockings, i: int, ifm_name: str | None = None) -> LayerScheme:
         """Candidate ``i`` as directives (loops of count 1 left out)."""
@@ -228,7 +221,7 @@ class FrameEvaluator:
                 loops += sp.inner
             shr = self.frame.shr if lvl == self.levels - 1 else ()
             levels.append(LevelScheme(self.frame.levels[lvl], sp.stacks, loops, shr))
-        return LayerScheme(self.frame.layer, self.frame.batch, unit, tuple(levels), ifm_name=ifm_name)
+        return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
 
 
 @lru_cache(maxsize=4096)
@@ -299,7 +292,8 @@ def blockings(ev: FrameEvaluator, chunk: int = 1 << 13) -> Iterator[Blockings]:
     start = 0
     F = unit.shape[0]
     while start < F:
-        rows, orders = [], [[] for _ in counts]
+        rows: list[int] = []
+        orders: list[list[np.ndarray]] = [[] for _ in counts]
         size = 0
         stop = start
         while stop < F and (size < chunk or stop == start):

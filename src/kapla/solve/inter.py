@@ -13,8 +13,8 @@ conservative validity test :func:`may_fit`, the compulsory-traffic
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import LayerPlacement, Region
@@ -47,7 +47,7 @@ class InterScheme:
         return "spatial" if len(self.slots) > 1 else "temporal"
 
     def region_of(self, name: str) -> Region:
-        for slot, region in zip(self.slots, self.regions):
+        for slot, region in zip(self.slots, self.regions, strict=True):
             if name in slot:
                 return region
         raise KeyError(name)
@@ -130,15 +130,13 @@ def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> b
     """False only if no intra-layer scheme can make ``inter`` valid: a forwarded
     fmap piece must fit the buffers of the region that receives it."""
     per_node = node_buffer_words(arch, "ifm") - reserve
-    if per_node <= 0:
-        return False
     inside = set(inter.layers)
     for name in inter.layers:
         producers = onchip_producers(net, name, inside)
         if not producers:
             continue
         piece = sum(output_words(net[p], net.batch) for p in producers) / inter.groups
-        if piece > inter.region_of(name).nodes * per_node:
+        if per_node <= 0 or piece > inter.region_of(name).nodes * per_node:
             return False
     return True
 
@@ -156,13 +154,13 @@ class Estimate:
     def objective(self, name: str) -> float:
         return {"energy": self.energy, "latency": self.time, "edp": self.energy * self.time}[name]
 
-    def dominates(self, other: "Estimate") -> bool:
+    def dominates(self, other: Estimate) -> bool:
         # More batch groups shorten the pipeline but shrink every block (more
         # buffer and bus traffic), which the estimate does not see: a scheme
         # only dominates one with at most as many groups.
         mine = (self.dram_words, self.onchip_words, self.time, self.groups)
         theirs = (other.dram_words, other.onchip_words, other.time, other.groups)
-        return all(a <= b for a, b in zip(mine, theirs)) and mine != theirs
+        return all(a <= b for a, b in zip(mine, theirs, strict=True)) and mine != theirs
 
 
 def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,

@@ -31,7 +31,9 @@ exhaustively. The solver
      remaining factors between the REGF-level and the DRAM-level loops that
      fits the node buffer is costed under every distinct loop order of both
      levels (:func:`kapla.solve.space.distinct_orders`), in numpy batches
-     (:meth:`kapla.solve.batch.BatchEvaluator.costs`, the evaluator's numbers);
+     (:func:`kapla.solve.batch.joint_scores`, the evaluator's numbers; the
+     searches of the ``top`` skeletons' descents run side by side, each
+     round's searches costed in one pass);
    * *descent*: the register block of the winner is moved by one prime
      factor along each dimension and the GBUF level searched again, while the
      cost drops.
@@ -48,22 +50,32 @@ import functools
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.mapping import pe_mappings
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
-from kapla.model.hardware import channel_distance
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
-from kapla.solve.base import IntraResult, check_objective, no_scheme
-from kapla.solve.batch import BatchEvaluator, shared_evaluator
+from kapla.model.hardware import channel_distance
+from kapla.model.objective import objective_of
+from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
+from kapla.solve.batch import (
+    BatchEvaluator,
+    blocking_of,
+    joint_costs,
+    joint_coverage,
+    joint_scores,
+    shared_capacity_words,
+    shared_evaluator,
+)
+from kapla.solve.kapla_levels import solve_any
 from kapla.solve.space import (
     BLOCK_DIMS,
     Blocking,
     Skeleton,
     build_scheme,
+    classic,
     distinct_orders,
     divisors,
     skeletons,
@@ -89,23 +101,38 @@ class KaplaIntraSolver:
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
               ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
         check_objective(objective)
+        if not classic(arch):
+            return solve_any(layer, batch, arch, objective, ifm_name, feed)
+        try:
+            return self._solve_classic(layer, batch, arch, objective, ifm_name, feed)
+        except NoSchemeError:
+            # nothing fits the classic space (whole rows or filters too large): strips and partial filters
+            return solve_any(layer, batch, arch, objective, ifm_name, feed)
+
+    def _solve_classic(self, layer: Layer, batch: int, arch: ArchSpec, objective: str,
+                       ifm_name: str | None, feed: Feed | None) -> IntraResult:
         start = time.perf_counter()
         feed = None if feed is None or feed == FROM_DRAM else feed
         skels = _skeletons(layer, batch, arch)
         if not skels:
             raise no_scheme(layer, batch, arch)
-        ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf)
+        cache: dict = {}  # this run's register blocks per mapping and remainder
+        ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf, cache)
         evaluated = 0
         found: list[tuple[tuple[float, float], int, Skeleton, Blocking]] = []
-        for i, skel in enumerate(ranked[: self.top]):
-            res = _descend(skel, arch, objective, feed, self.units, blocks.get(id(skel)))
+        # the best-ranked skeletons descend side by side (each GBUF-level search of
+        # a round costed in one pass); each descent is the one it would be alone
+        heads = ranked[: self.top]
+        results = _descend_all([(skel, blocks.get(id(skel))) for skel in heads], arch, objective, feed,
+                               self.units, cache)
+        for i, (skel, res) in enumerate(zip(heads, results, strict=True)):
             evaluated += res[2]
             if res[0] is not None:
                 found.append((res[1], i, skel, res[0]))
         if not found:
             # the buffers or a feed can rule out the best-ranked skeletons; look further down
             for i, skel in enumerate(ranked[self.top:], self.top):
-                res = _descend(skel, arch, objective, feed, self.units)
+                res = _descend(skel, arch, objective, feed, self.units, cache=cache)
                 evaluated += res[2]
                 if res[0] is not None:
                     found.append((res[1], i, skel, res[0]))
@@ -136,9 +163,10 @@ def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0, refin
     return _rank(skels, arch, refine, refine_regf)[0]
 
 
-def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int):
+def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, cache: dict | None = None):
     """:func:`rank_skeletons`, and the register blocks of the refined
-    skeletons with their estimates (by ``id`` of the skeleton) for the descent."""
+    skeletons with their estimates (by ``id`` of the skeleton) for the descent
+    (``cache``: the solver run's, see :class:`_Space`)."""
     arr = _arrays(skels, arch)
     on_chip, dram = _estimate_parts(arr, arch)
     values = on_chip + dram
@@ -152,7 +180,7 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int):
             regf = arr.trips * arch.static_energy + _regf_estimates(arr, arch) + dram
             seen = set(head)
             head += [i for i in (int(j) for j in np.argsort(regf, kind="stable")) if i not in seen][:refine_regf]
-        better, blocks = _refined([skels[i] for i in head], arr.take(head), arch, values[head])
+        better, blocks = _refined([skels[i] for i in head], arr.take(head), arch, values[head], cache)
         chosen = set(head)
         order = [head[j] for j in np.argsort(better, kind="stable")] + [i for i in order if i not in chosen]
     return [skels[i] for i in order], blocks
@@ -161,31 +189,34 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int):
 _ROWS_PER_CALL = 2048  # register blocks per _dram_estimates call (bounds its memory)
 
 
-def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndarray):
+def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndarray, cache: dict | None = None):
     """Each skeleton's best register block estimate (:func:`_unit_estimates`),
     and every skeleton's feasible blocks with their estimates. A skeleton
     with nothing left to block keeps its ``first`` estimate."""
     out = np.array(first, dtype=float)
-    pending = []  # (skeleton index, its space, its blocks, their on-array cost)
+    cache = {} if cache is None else cache
+    found = []  # (skeleton index, its space, its blocks)
     for i, skel in enumerate(skels):
-        sp = _space(skel, arch, "energy", None)
+        sp = _space(skel, arch, "energy", None, cache)
         if sp is None or not sp.dims:
             continue
         units = _feasible_units(sp)
         if len(units) == 0:
             out[i] = math.inf
             continue
-        pending.append((i, sp, units, _on_array_costs(sp, units)))
+        found.append((i, sp, units))
     blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    if not pending:
+    if not found:
         return out, blocks
+    on_array = _on_array_costs_many([(sp, units) for _, sp, units in found])
+    pending = [(i, sp, units, cost) for (i, sp, units), cost in zip(found, on_array, strict=True)]
     whole = _unit_arrays(arr.take(np.repeat([p[0] for p in pending], [len(p[2]) for p in pending])),
                          np.concatenate([_block_factors(sp.dims, units) for _, sp, units, _ in pending]))
     n = len(whole.rest)
     extra = np.concatenate([_dram_estimates(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, n))), arch, once=True)
                             for a in range(0, n, _ROWS_PER_CALL)])
     a = 0
-    for i, sp, units, cost in pending:
+    for i, _, units, cost in pending:
         value = cost + extra[a:a + len(units)]
         a += len(units)
         out[i] = value.min()
@@ -193,14 +224,16 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
     return out, blocks
 
 
-def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None) -> _Space | None:
+def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None,
+           cache: dict | None = None) -> _Space | None:
     """The blocking search of ``skel``, or None where the batch evaluator does not model the hardware."""
     try:
         ev = shared_evaluator(skel, arch)
     except ValueError:
         return None
     dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
-    return _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed)
+    return _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed,
+                  cache={} if cache is None else cache)
 
 
 def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
@@ -265,24 +298,25 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
         if row is None:
             m = s.mapping
             r = s.rest
-            rest = [r[d] for d in BLOCK_DIMS]
-            mu, s0, in0, s1 = ([1] * n8 for _ in range(4))
+            rest_row = [r[d] for d in BLOCK_DIMS]
+            mu_row, s0_row, in0_row, s1_row = ([1] * n8 for _ in range(4))
             for d, n in m.unit_dims.items():
-                mu[_IDX[d]] *= n
+                mu_row[_IDX[d]] *= n
             for st in m.stacks:
-                s0[_IDX[st.dim]] *= st.count
+                s0_row[_IDX[st.dim]] *= st.count
             for lp in m.inner:
-                in0[_IDX[lp.dim]] *= lp.count
+                in0_row[_IDX[lp.dim]] *= lp.count
             for st in s.partition.stacks:
-                s1[_IDX[st.dim]] *= st.count
+                s1_row[_IDX[st.dim]] *= st.count
             grid = s.partition_grid
             if grid not in dist_cache:
                 dist_cache[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
-            choice = [_split_choices(n) for n in rest]
-            row = rows[key] = (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
-                               math.prod(mu) * math.prod(in0) * math.prod(rest), choice)
+            choice = [_split_choices(n) for n in rest_row]
+            row = rows[key] = (rest_row, mu_row, s0_row, in0_row, s1_row, dist_cache[grid], math.prod(s1_row),
+                               math.prod(s0_row), math.prod(mu_row) * math.prod(in0_row) * math.prod(rest_row),
+                               choice)
         cols.append(row)
-    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices = (np.array(c) for c in zip(*cols))
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices = (np.array(c) for c in zip(*cols, strict=True))
     shr = {k: np.ones(S, dtype=np.int64) for k in Kind}
     for i, s in enumerate(skels):
         for k, n in s.shr:
@@ -331,41 +365,37 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     layer = arr.layer
     roles = tensor_roles(layer)
     S, nd = arr.rest.shape
-    full, rest = arr.full, arr.rest
-    cap = arch.levels[0].capacity // arch.word_bytes
+    full = arr.full
+    cap = shared_capacity_words(arch, 0)
     systolic = arch.levels[0].same_level_transfer
     e_gbuf, e_bus, e_regf = arch.levels[1].access_energy, arch.bus_energy, arch.levels[0].access_energy
     in_dims = [i for i in range(len(DIMS)) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
-    varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
+    varying = [j for j in range(nd) if np.any(arr.rest[:, j] > 1)]
     for T in dict.fromkeys(r.kind for r in roles):
-        outer, inner, t = _family_counts(arr, T, varying)
-        C = t.shape[1]
-        block = np.repeat(arr.mu[:, None, :], C, axis=1)
-        for j in range(nd):
-            block[:, :, _BIDX[j]] *= rest[:, None, j] // t[:, :, j]
-        c0 = np.minimum(block, full)
-        g0 = np.minimum(c0 * arr.s0[:, None, :], full)
-        fp_c, fp_g = _footprints(c0, layer), _footprints(g0, layer)
+        fam = _Family(arr, T, varying)
+        row = fam.row
+        c0 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(arr.mu))]
+        g0 = [np.minimum(c * row(arr.s0[:, i]), full[i]) for i, c in enumerate(c0)]
+        fp_c, fp_g = _footprints_of(c0, layer), _footprints_of(g0, layer)
         words = sum(fp_c[r.kind] * r.copies for r in roles)
         # loops outermost first: T's dims, the others, then the mapping's inner loops
-        order_counts = [t[:, :, j] for j in outer + inner] + [np.broadcast_to(arr.in0[:, None, i], (S, C))
-                                                             for i in in_dims]
-        order_dims = [BLOCK_DIMS[j] for j in outer + inner] + [DIMS[i] for i in in_dims]
-        tt = np.stack(order_counts, axis=2) if order_counts else np.ones((S, C, 0), dtype=np.int64)
-        cum = np.cumprod(tt, axis=2)
-        gbuf = np.zeros((S, C))
-        bus = np.zeros((S, C))
-        regf = np.zeros((S, C))
+        order_counts = [fam.counts[j] for j in fam.outer + fam.inner] + [row(arr.in0[:, i]) for i in in_dims]
+        order_dims = [BLOCK_DIMS[j] for j in fam.outer + fam.inner] + [DIMS[i] for i in in_dims]
+        cum = _running_products(order_counts)
+        nodes, node_pes = row(arr.nodes), row(arr.nodes * arr.pes)
+        gbuf = np.zeros(fam.shape)
+        bus = np.zeros(fam.shape)
+        regf = np.zeros(fam.shape)
         for r in roles:
-            rel = np.array([d in RELEVANT[r.kind] for d in order_dims], dtype=bool)
-            reload = _reloads(tt, cum, rel)
-            group = fp_g[r.kind] * reload * r.copies * arr.nodes[:, None]
-            pe = fp_c[r.kind] * reload * r.copies * (arr.nodes * arr.pes)[:, None]
+            rel = [d in RELEVANT[r.kind] for d in order_dims]
+            reload = _grid_reloads(order_counts, cum, rel)
+            group = fp_g[r.kind] * reload * r.copies * nodes
+            pe = fp_c[r.kind] * reload * r.copies * node_pes
             if r.written:
-                distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
-                group = 2 * group - fp_g[r.kind] * distinct * r.copies * arr.nodes[:, None]
-                pe = 2 * pe - fp_c[r.kind] * distinct * r.copies * (arr.nodes * arr.pes)[:, None]
+                distinct = _grid_product([c for c, flag in zip(order_counts, rel, strict=True) if flag])
+                group = 2 * group - fp_g[r.kind] * distinct * r.copies * nodes
+                pe = 2 * pe - fp_c[r.kind] * distinct * r.copies * node_pes
             gbuf += group
             if systolic:
                 bus += group
@@ -374,26 +404,94 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
                 bus += pe
         energy = gbuf * e_gbuf + bus * e_bus + regf * e_regf
         energy = np.where(words <= cap, energy, np.inf)
-        best = np.minimum(best, energy.min(axis=1))
+        best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
 
 
-def _family_counts(arr: _Arrays, T: Kind, varying: list[int]):
+class _Family:
     """The loop counts above the buffer of a family keeping ``T`` resident:
     ``T``'s own varying dims (``outer``) split by each combination of
-    :data:`_SPLITS`, the others (``inner``) looping over all that is left;
-    ``t`` is ``(S, C, 6)`` over the block dims, one column of ``C`` per combination."""
-    S, nd = arr.rest.shape
-    outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
-    inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
-    combos = list(itertools.product(range(len(_SPLITS)), repeat=len(outer)))
-    combos = np.array(combos, dtype=np.int64).reshape(len(combos), len(outer))
-    t = np.ones((S, len(combos), nd), dtype=np.int64)
-    for jj, j in enumerate(outer):
-        t[:, :, j] = arr.choices[:, j, :][:, combos[:, jj]]
-    for j in inner:
-        t[:, :, j] = arr.rest[:, None, j]
-    return outer, inner, t
+    :data:`_SPLITS`, the others (``inner``) looping over all that is left.
+
+    The combinations are the axes of a grid ``shape`` = ``(S, K, ..., K)``
+    (``K`` = ``len(_SPLITS)``, one axis per outer dim, the last varying
+    fastest when flattened: ``itertools.product`` order); every number that
+    depends on one dim's count lives on that dim's axis (broadcastable arrays)
+    and is only spread over the whole grid when combined with the others."""
+
+    def __init__(self, arr: _Arrays, T: Kind, varying: list[int]) -> None:
+        S, nd = arr.rest.shape
+        self.outer = [j for j in varying if BLOCK_DIMS[j] in RELEVANT[T]]
+        self.inner = [j for j in varying if BLOCK_DIMS[j] not in RELEVANT[T]]
+        n, K = len(self.outer), len(_SPLITS)
+        self.S, self.nd, self.rest = S, nd, arr.rest
+        self.shape = (S,) + (K,) * n
+        self._ones = (1,) * n
+        self.counts: dict[int, np.ndarray] = {}  # block dim -> its loop count, on the grid
+        for a, j in enumerate(self.outer):
+            self.counts[j] = arr.choices[:, j, :].reshape((S,) + tuple(K if b == a else 1 for b in range(n)))
+        for j in self.inner:
+            self.counts[j] = self.row(arr.rest[:, j])
+
+    def row(self, values: np.ndarray) -> np.ndarray:
+        """Per-skeleton values ``(S,)`` on the grid."""
+        return values.reshape((self.S,) + self._ones)
+
+    def blocks(self, base: np.ndarray) -> list[np.ndarray]:
+        """Per loop dim, ``base`` ``(S, 8)`` times what the loops above leave of each block dim."""
+        out = [self.row(base[:, i]) for i in range(len(DIMS))]
+        for j in range(self.nd):
+            left = self.row(self.rest[:, j]) // self.counts.get(j, 1)
+            out[_BIDX[j]] = out[_BIDX[j]] * left
+        return out
+
+
+def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
+    """Products of the loop counts (outermost first) down to each loop."""
+    out: list[np.ndarray] = []
+    for c in counts:
+        out.append(c if not out else out[-1] * c)
+    return out
+
+
+def _grid_product(factors: list) -> np.ndarray:
+    """The product of integer factors that broadcast together, the smallest
+    multiplied first (integer products are exact in any order)."""
+    factors = [f for f in factors if not (isinstance(f, int) and f == 1)]
+    if len(factors) > 2:
+        factors.sort(key=np.size)
+    if not factors:
+        return np.ones((), dtype=np.int64)
+    out = factors[0]
+    for f in factors[1:]:
+        out = out * f
+    return out
+
+
+def _grid_reloads(counts: list[np.ndarray], cum: list[np.ndarray], relevant: list[bool]):
+    """How often a tensor is fetched through loops of ``counts`` (outermost first;
+    ``cum`` their running products): the product of the counts down to its
+    innermost looping relevant loop (``relevant``, per loop), 1 if none loops."""
+    reload: np.ndarray | int = 1
+    found = None  # where a loop further in already decided
+    for i in range(len(counts) - 1, -1, -1):
+        if not relevant[i]:
+            continue
+        if all(relevant[:i + 1]):
+            # every loop out to here is relevant: where none further in loops,
+            # the innermost looping one leaves only loops of count 1 up to here
+            return cum[i] if found is None else np.where(found, reload, cum[i])
+        looping = counts[i] > 1
+        if not looping.any():
+            continue
+        if looping.all():
+            return cum[i] if found is None else np.where(found, reload, cum[i])
+        if found is None:
+            reload, found = np.where(looping, cum[i], 1), looping
+        else:
+            looping = looping & ~found
+            reload, found = np.where(looping, cum[i], reload), found | looping
+    return reload
 
 
 def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
@@ -416,51 +514,79 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
     full, rest, s1, shr, dist, nodes, trips = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
                                                arr.trips)
     base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
-    cap = arch.levels[1].capacity // arch.word_bytes
+    cap = shared_capacity_words(arch, 1)
     kinds = [r.kind for r in roles]
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
     for T in dict.fromkeys(kinds):
-        outer, inner, t = _family_counts(arr, T, varying)
-        C = t.shape[1]
-        m_factor = np.ones((S, C, len(DIMS)), dtype=np.int64)
-        for j in range(nd):
-            m_factor[:, :, bidx[j]] = rest[:, None, j] // t[:, :, j]
-        nom = base[:, None, :] * m_factor
-        c1 = np.minimum(nom, full)
-        g1 = np.minimum(c1 * s1[:, None, :], full)
-        fps_c = _footprints(c1, layer)
-        fps_g = _footprints(g1, layer)
-        words = np.zeros((S, C))
+        fam = _Family(arr, T, varying)
+        row = fam.row
+        c1 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(base))]
+        g1 = [np.minimum(c * row(s1[:, i]), full[i]) for i, c in enumerate(c1)]
+        fps_c = _footprints_of(c1, layer)
+        fps_g = _footprints_of(g1, layer)
+        words: np.ndarray | int = 0  # whole words (exact as integers)
         for r in roles:
-            words += -(-fps_c[r.kind] // shr[r.kind][:, None]) * r.copies
+            need = fps_c[r.kind]
+            if np.any(shr[r.kind] != 1):
+                need = -(-need // row(shr[r.kind]))
+            words = words + (need * r.copies if r.copies != 1 else need)
         # loop order: T's dims (outer) in BLOCK_DIMS order, then the others
-        order = outer + inner
-        tt = t[:, :, order]  # (S, C, L)
-        cum = np.cumprod(tt, axis=2)
-        dram = np.zeros((S, C))
-        noc = np.zeros((S, C))
-        rot = np.zeros((S, C))
+        order = fam.outer + fam.inner
+        tt = [fam.counts[j] for j in order]
+        cum = _running_products(tt)
+        # the sums below are those of the plain expressions, term by term, in
+        # place (terms known to be zero everywhere are left out: adding them
+        # changes no bit)
+        dram: np.ndarray = np.zeros(fam.shape)
+        noc: np.ndarray = np.zeros(fam.shape)
+        rot: np.ndarray = np.zeros(fam.shape)
+        tmp = np.empty(fam.shape)
+        with_noc = bool(np.any(dist))
+        with_rot = False
+        node_n, dist_n = row(nodes), row(dist)
         for r in roles:
-            rel = np.array([BLOCK_DIMS[j] in RELEVANT[r.kind] for j in order], dtype=bool)
-            reload = _reloads(tt, cum, rel)
-            distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
-            group_words = fps_g[r.kind] * reload * r.copies
-            node_words = fps_c[r.kind] * reload * r.copies * nodes[:, None]
+            rel = [BLOCK_DIMS[j] in RELEVANT[r.kind] for j in order]
+            reload = _grid_reloads(tt, cum, rel)
+            group_words = _grid_product([fps_g[r.kind], reload, r.copies])
             if r.written:
-                first = fps_g[r.kind] * distinct * r.copies
-                dram += 2 * group_words - first
-                noc += (2 * group_words - first) * dist[:, None]
+                distinct = _grid_product([c for c, flag in zip(tt, rel, strict=True) if flag])
+                words_out = 2 * group_words - _grid_product([fps_g[r.kind], distinct, r.copies])
+                dram += words_out
+                if with_noc:
+                    np.multiply(words_out, dist_n, out=tmp)
+                    noc += tmp
             else:
-                k_shr = shr[r.kind][:, None]
                 dram += group_words
-                noc += node_words / k_shr * dist[:, None]
-                rot += node_words * (k_shr - 1) / k_shr
-        energy = (dram * arch.levels[-1].access_energy + (noc + rot) * arch.hop_energy
-                  + 2 * rot * arch.levels[1].access_energy
-                  + np.maximum(dram / arch.dram_bandwidth_words - trips[:, None], 0) * arch.static_energy)
-        energy = np.where(words <= cap, energy, np.inf)
-        best = np.minimum(best, energy.min(axis=1))
+                k_shr = shr[r.kind]
+                shared = bool(np.any(k_shr != 1))
+                if not (with_noc or shared):
+                    continue
+                k_shr = row(k_shr)
+                node_words = np.multiply(_grid_product([fps_c[r.kind], reload, r.copies]), node_n, out=tmp)
+                if with_noc:
+                    noc += node_words / k_shr * dist_n if shared else node_words * dist_n
+                if shared:
+                    with_rot = True
+                    np.multiply(node_words, k_shr - 1, out=tmp)
+                    tmp /= k_shr
+                    rot += tmp
+        energy = dram * arch.levels[-1].access_energy
+        if with_noc or with_rot:
+            np.add(noc, rot, out=tmp)
+            tmp *= arch.hop_energy
+            energy += tmp
+        if with_rot:
+            np.multiply(rot, 2, out=tmp)
+            tmp *= arch.levels[1].access_energy
+            energy += tmp
+        np.divide(dram, arch.dram_bandwidth_words, out=tmp)
+        tmp -= row(trips)
+        np.maximum(tmp, 0, out=tmp)
+        tmp *= arch.static_energy
+        energy += tmp
+        np.copyto(energy, np.inf, where=words > cap)
+        best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     if once:  # less what fetching every tensor once would cost
         nom = base.copy()
         for j in range(nd):
@@ -490,32 +616,32 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
     return best
 
 
-def _reloads(counts: np.ndarray, cum: np.ndarray, relevant: np.ndarray) -> np.ndarray:
-    """How often a tensor is fetched through loops of ``counts`` ``(S, C, L)``
-    (outermost first; ``cum`` their running products): the product of the
-    counts down to its innermost looping relevant loop (``relevant``, per loop)."""
-    S, C, L = counts.shape
-    if not L:
-        return np.ones((S, C), dtype=np.int64)
-    looping = (counts > 1) & relevant[None, None, :]
-    pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
-    return np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0], 1)
-
-
 def _window(out, kernel, stride, dilation, whole):
     span = (out - 1) * stride + (kernel - 1) * dilation + 1
     return np.minimum(np.minimum(span, out * kernel), whole)
 
 
-def _footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
+@functools.lru_cache(maxsize=1024)
+def _whole_window(out: int, kernel: int, stride: int, dilation: int) -> int:
     from kapla.dataflow.tensors import window
 
+    return window(out, kernel, stride, dilation)
+
+
+def _footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
+    return _footprints_of([block[..., _IDX[d]] for d in DIMS], layer)
+
+
+def _footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
+    """Elements of each kind a block touches, from its extent per loop dim
+    (:data:`DIMS` order; integer arrays that broadcast together)."""
     sy, sx = layer.stride
     dy, dx = layer.dilation
-    n, g, c, k, y, x, s, r = (block[..., _IDX[d]] for d in "NGCKYXSR")
-    rows = _window(y, s, sy, dy, window(layer.yo, layer.s, sy, dy))
-    cols = _window(x, r, sx, dx, window(layer.xo, layer.r, sx, dx))
-    return {Kind.WGT: g * k * c * s * r, Kind.OFM: n * g * k * y * x, Kind.IFM: n * g * c * rows * cols}
+    n, g, c, k, y, x, s, r = extents
+    rows = _window(y, s, sy, dy, _whole_window(layer.yo, layer.s, sy, dy))
+    cols = _window(x, r, sx, dx, _whole_window(layer.xo, layer.r, sx, dx))
+    return {Kind.WGT: _grid_product([g, k, c, s, r]), Kind.OFM: _grid_product([n, g, k, y, x]),
+            Kind.IFM: _grid_product([n, g, c, rows, cols])}
 
 
 # ------------------------------------------------------------------ descent
@@ -532,11 +658,23 @@ class _Space:
     rest: np.ndarray
     objective: str
     feed: Feed | None
+    cache: dict = field(default_factory=dict)  # the solver run's (shared by its skeletons)
     evaluated: int = 0
 
     def __post_init__(self) -> None:
         kinds = tuple(sorted({r.kind for r in tensor_roles(self.skel.layer)}))
         self._orders = _ORDERS.setdefault((kinds, self.dims), {})
+
+    def mask_orders(self, mask: int, innermost: bool = False) -> np.ndarray:
+        """:meth:`orders` (``innermost``: :func:`_innermost_orders`) of counts looping
+        over the dims of the bits of ``mask``."""
+        key = (mask, innermost)
+        perms = self._orders.get(key)
+        if perms is None:
+            looping = np.array([mask >> j & 1 for j in range(len(self.dims))], dtype=np.int64) + 1
+            perms = _innermost_orders(looping, len(self.dims)) if innermost else self.orders(looping)
+            self._orders[key] = perms
+        return perms
 
     def orders(self, counts: np.ndarray) -> np.ndarray:
         """Every distinct loop order of the looping dims, as full column permutations
@@ -545,7 +683,7 @@ class _Space:
         key = looping.tobytes()
         perms = self._orders.get(key)
         if perms is None:
-            on = tuple(d for d, flag in zip(self.dims, looping) if flag)
+            on = tuple(d for d, flag in zip(self.dims, looping, strict=True) if flag)
             still = [j for j, flag in enumerate(looping) if not flag]
             col = {d: j for j, d in enumerate(self.dims)}
             perms = np.array([still + [col[d] for d in o] for o in distinct_orders(self.skel.layer, on)],
@@ -561,22 +699,81 @@ class _Space:
 _ORDERS: dict = {}
 
 
-def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None):
+def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None,
+             cache: dict | None = None):
     """Bottom-up search of one skeleton: (best blocking or None, its (objective, energy), candidates costed).
     ``known``: its feasible register blocks with their estimates, if the ranking made them."""
-    sp = _space(skel, arch, objective, feed)
-    if sp is None:
-        return _descend_scalar(skel, arch, objective, feed)
-    ev, dims = sp.ev, sp.dims
-    if not dims:
-        res = sp.costs(np.ones((1, 0), np.int64), np.ones((1, 0), np.int64), np.zeros(1, np.int64),
-                       np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64))
-        if res.gbuf_words[0] > ev.gbuf_cap or res.regf_words[0] > ev.regf_cap:
-            return None, _NONE, sp.evaluated
-        return _finish(sp, res)
+    return _descend_all([(skel, known)], arch, objective, feed, n_units, cache)[0]
+
+
+_JOINT_ROWS = 1 << 17  # candidates per joint GBUF-level pass (bounds its memory)
+
+
+def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int,
+                 cache: dict | None = None) -> list:
+    """:func:`_descend` of each ``(skeleton, known)``, the descents run side by
+    side: each round's GBUF-level searches of all of them are costed together
+    (:func:`kapla.solve.batch.joint_scores`), every descent taking the steps it
+    would take alone."""
+    cache = {} if cache is None else cache
+    out: list = [None] * len(items)
+    live = []  # (item index, its space, its descent, what to send it next)
+    for k, (skel, known) in enumerate(items):
+        sp = _space(skel, arch, objective, feed, cache)
+        if sp is None:
+            out[k] = _descend_scalar(skel, arch, objective, feed)
+        elif not sp.dims:
+            out[k] = _no_blocking(sp)
+        else:
+            live.append((k, sp, _descent(sp, n_units, known), None))
+    while live:
+        asks = []  # (item index, space, descent, its GBUF-level search)
+        for k, sp, gen, msg in live:
+            while True:  # run it to its next search that has candidates, or to its end
+                try:
+                    units = gen.send(msg)
+                except StopIteration as done:
+                    out[k] = (*done.value, sp.evaluated)
+                    break
+                search = _gbuf_search(sp, units)
+                if search is not None:
+                    asks.append((k, sp, gen, search))
+                    break
+                msg = (None, _NONE)
+        live = []
+        start = 0
+        while start < len(asks):
+            stop, size = start + 1, len(asks[start][3].rows)
+            while stop < len(asks) and size + len(asks[stop][3].rows) <= _JOINT_ROWS:
+                size += len(asks[stop][3].rows)
+                stop += 1
+            group = asks[start:stop]
+            results = joint_scores([g[3].request(g[1]) for g in group], objective, group[0][1].feed)
+            for (k, sp, gen, search), (energy, value) in zip(group, results, strict=True):
+                sp.evaluated += len(search.rows)
+                live.append((k, sp, gen, search.pick(sp, energy, value)))
+            start = stop
+    return out
+
+
+def _no_blocking(sp: _Space):
+    """A skeleton with nothing left to block: its one scheme, if it fits."""
+    ev = sp.ev
+    res = sp.costs(np.ones((1, 0), np.int64), np.ones((1, 0), np.int64), np.zeros(1, np.int64),
+                   np.zeros((1, 0), np.int64), np.zeros((1, 0), np.int64))
+    if res.gbuf_words[0] > ev.gbuf_cap or res.regf_words[0] > ev.regf_cap:
+        return None, _NONE, sp.evaluated
+    return _finish(sp, res)
+
+
+def _descent(sp: _Space, n_units: int, known=None):
+    """The bottom-up search of one skeleton with blocks left, as a generator: it
+    yields the register blocks of each GBUF-level search (:func:`_gbuf_search`),
+    is sent what the search found (``(_Found or None, (objective, energy))``)
+    and returns (best blocking or None, its (objective, energy))."""
     units = known[0] if known is not None else _feasible_units(sp)
     if len(units) == 0:
-        return None, _NONE, sp.evaluated
+        return None, _NONE
     chosen = _rank_units(sp, units, n_units, known)
     best = (None, _NONE)
     tried: set[tuple[int, ...]] = set()
@@ -586,7 +783,7 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
         if not frontier:
             break
         tried.update(frontier)
-        found = _gbuf_level(sp, np.array(frontier, dtype=np.int64))
+        found = yield np.array(frontier, dtype=np.int64)
         if _better(found[1], best[1]):
             best = found
         else:
@@ -594,13 +791,13 @@ def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, 
         # descent on the register block: one prime factor more or less along each dim
         u = best[0].unit_key
         frontier = _unit_moves(sp, u)
-    ones = (1,) * len(dims)
+    ones = (1,) * len(sp.dims)
     if best[0] is None and ones not in tried:
         # the smallest register block leaves the node buffer the most room
-        best = _gbuf_level(sp, np.array([ones], dtype=np.int64))
+        best = yield np.array([ones], dtype=np.int64)
     if best[0] is None:
-        return None, _NONE, sp.evaluated
-    return best[0].blocking, best[1], sp.evaluated
+        return None, _NONE
+    return best[0].blocking, best[1]
 
 
 _NONE = (math.inf, math.inf)  # the (objective, energy) of no scheme
@@ -627,8 +824,13 @@ def _finish(sp: _Space, res):
 
 
 def _feasible_units(sp: _Space) -> np.ndarray:
-    """Every register block (unit factors) that fits the register file, grown dim by dim."""
+    """Every register block (unit factors) that fits the register file, grown dim by dim
+    (once per mapping unit and remainder in a solver run: sharing does not change them)."""
     ev = sp.ev
+    key = ("units", sp.dims, sp.rest.tobytes(), ev.mu.tobytes())
+    units = sp.cache.get(key)
+    if units is not None:
+        return units
     units = np.ones((1, len(sp.dims)), dtype=np.int64)
     for j, n in enumerate(sp.rest):
         divs = np.array(divisors(int(n)), dtype=np.int64)
@@ -636,6 +838,7 @@ def _feasible_units(sp: _Space) -> np.ndarray:
         grown[:, j] = np.tile(divs, len(units))
         fits = ev.buffer_words(ev.unit_tile(sp.dims, grown), 0) <= ev.regf_cap
         units = grown[fits]
+    sp.cache[key] = units
     return units
 
 
@@ -643,20 +846,57 @@ def _unit_costs(sp: _Space, units: np.ndarray, total: bool = False) -> np.ndarra
     """Each register block's array-bus and register energy (``total``: its
     whole energy) with everything else in the node buffer, under the best
     choice of innermost REGF-level loop."""
-    arch = sp.arch
-    nd = len(sp.dims)
-    mids = sp.rest[None, :] // units
-    F = len(units)
-    rows = np.repeat(np.arange(F), nd)
-    o1 = np.array([[j for j in range(nd) if j != i] + [i] for i in range(nd)] * F, dtype=np.int64)
-    o2 = np.tile(np.arange(nd), (len(rows), 1))
-    res = sp.ev.costs(units, mids, None, o1, o2, "energy", sp.dims, rows)
-    sp.evaluated += len(rows)
-    if total:
-        low = res.energy
-    else:
-        low = res.accesses[ITCN] * arch.bus_energy + res.accesses[arch.levels[0].name] * arch.levels[0].access_energy
-    return low.reshape(F, nd).min(axis=1)
+    return _unit_costs_many([(sp, units)], total)[0]
+
+
+def _chunks(items: list, size) -> list[list]:
+    """``items`` in consecutive groups of about ``_JOINT_ROWS`` rows (``size(item)``)."""
+    out: list[list] = []
+    group: list = []
+    rows = 0
+    for item in items:
+        n = size(item)
+        if group and rows + n > _JOINT_ROWS:
+            out.append(group)
+            group, rows = [], 0
+        group.append(item)
+        rows += n
+    if group:
+        out.append(group)
+    return out
+
+
+def _unit_costs_many(items: list[tuple[_Space, np.ndarray]], total: bool = False) -> list[np.ndarray]:
+    """:func:`_unit_costs` of each ``(space, units)`` (skeletons of one layer), costed jointly."""
+    out = []
+    for group in _chunks(items, lambda item: len(item[1]) * len(item[0].dims)):
+        requests = []
+        for sp, units in group:
+            nd = len(sp.dims)
+            mids = sp.rest[None, :] // units
+            F = len(units)
+            rows = np.repeat(np.arange(F), nd)
+            o1 = np.tile(_innermost_each(nd), (F, 1))
+            o2 = np.tile(np.arange(nd), (len(rows), 1))
+            requests.append((sp.ev, sp.dims, units, mids, np.ones_like(units), rows, o1, o2))
+            sp.evaluated += len(rows)
+        if total:  # only the energy: no validity, no access counts
+            lows = [energy for energy, _ in joint_scores(requests, "energy", None, check=False)]
+        else:
+            lows = [res.accesses[ITCN] * sp.arch.bus_energy
+                    + res.accesses[sp.arch.levels[0].name] * sp.arch.levels[0].access_energy
+                    for (sp, _), res in zip(group, joint_costs(requests, "energy", None), strict=True)]
+        for (sp, units), low in zip(group, lows, strict=True):
+            out.append(low.reshape(len(units), len(sp.dims)).min(axis=1))
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _innermost_each(nd: int) -> np.ndarray:
+    """Orders of ``nd`` columns, one with each column innermost (the others in order)."""
+    out = np.array([[j for j in range(nd) if j != i] + [i] for i in range(nd)], dtype=np.int64).reshape(nd, nd)
+    out.flags.writeable = False  # shared by every caller
+    return out
 
 
 def _rank_units(sp: _Space, units: np.ndarray, n: int, known=None) -> np.ndarray:
@@ -689,7 +929,13 @@ def _unit_estimates(sp: _Space, units: np.ndarray) -> np.ndarray:
 def _on_array_costs(sp: _Space, units: np.ndarray) -> np.ndarray:
     """:func:`_unit_costs` (whole energy) of each register block, inf for a
     block that cannot be covered (:func:`_coverable`)."""
-    return np.where(_coverable(sp, units), _unit_costs(sp, units, total=True), np.inf)
+    return _on_array_costs_many([(sp, units)])[0]
+
+
+def _on_array_costs_many(items: list[tuple[_Space, np.ndarray]]) -> list[np.ndarray]:
+    """:func:`_on_array_costs` of each ``(space, units)`` (skeletons of one layer), costed jointly."""
+    return [np.where(ok, cost, np.inf)
+            for ok, cost in zip(_coverable_many(items), _unit_costs_many(items, total=True), strict=True)]
 
 
 def _coverable(sp: _Space, units: np.ndarray) -> np.ndarray:
@@ -697,11 +943,43 @@ def _coverable(sp: _Space, units: np.ndarray) -> np.ndarray:
     each dim either all at the REGF level or all at the DRAM level (a block
     failing both is rarely rescued by a split in between, and only costs
     the descent a wasted search)."""
-    ev = sp.ev
-    u = ev.full_factors(sp.dims, units)
-    left = ev.full_factors(sp.dims, sp.rest[None, :] // units)
-    ones = np.ones_like(u)
-    return ev.coverage_ok(u, ones, left) | ev.coverage_ok(u, left, ones)
+    return _coverable_many([(sp, units)])[0]
+
+
+def _coverable_many(items: list[tuple[_Space, np.ndarray]]) -> list[np.ndarray]:
+    """:func:`_coverable` of each ``(space, units)``, checked in one pass; skeletons
+    that differ only in their sharing (which coverage does not see) are checked once."""
+    out: list = [None] * len(items)
+    todo: dict = {}  # key -> (first space, units, indices of items)
+    for i, (sp, units) in enumerate(items):
+        ev = sp.ev
+        key = ("coverable", ev.stacks0, ev.stacks1, ev.inner, ev.mu.tobytes(), sp.dims, sp.rest.tobytes(),
+               units.tobytes())
+        hit = sp.cache.get(key)
+        if hit is not None:
+            out[i] = hit
+        else:
+            todo.setdefault(key, (sp, units, []))[2].append(i)
+    if todo:
+        checks = []
+        for sp, units, _ in todo.values():
+            ev = sp.ev
+            u = ev.full_factors(sp.dims, units)
+            left = ev.full_factors(sp.dims, sp.rest[None, :] // units)
+            ones = np.ones_like(u)
+            # every dim's rest either all at the REGF level or all at the DRAM level
+            checks.append((ev, np.concatenate([u, u]), np.concatenate([ones, left]), np.concatenate([left, ones]),
+                           ev.dim_cols(sp.dims)))
+        ok = joint_coverage(checks)
+        at = 0
+        for key, (sp, units, where) in todo.items():
+            n = len(units)
+            res = ok[at:at + n] | ok[at + n:at + 2 * n]
+            at += 2 * n
+            sp.cache[key] = res
+            for i in where:
+                out[i] = res
+    return out
 
 
 def _block_factors(dims: tuple[str, ...], units: np.ndarray) -> np.ndarray:
@@ -743,44 +1021,86 @@ def _unit_moves(sp: _Space, u: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [out[i] for i in np.flatnonzero(fits)]
 
 
-def _gbuf_level(sp: _Space, units: np.ndarray):
+@dataclass
+class _Search:
+    """One GBUF-level search of a skeleton, ready to cost: distinct factor
+    combinations (register blocks ``units``, REGF-level counts ``mids``), each
+    candidate's combination and its orders at both levels."""
+
+    units: np.ndarray
+    mids: np.ndarray
+    tops: np.ndarray
+    rows: np.ndarray
+    o1: np.ndarray
+    o2: np.ndarray
+
+    def request(self, sp: _Space):
+        """The :func:`kapla.solve.batch.joint_scores` request of this search."""
+        return (sp.ev, sp.dims, self.units, self.mids, self.tops, self.rows, self.o1, self.o2)
+
+    def pick(self, sp: _Space, energy: np.ndarray, value: np.ndarray):
+        """The search's winner from its candidates' energies and objectives
+        (:func:`kapla.solve.batch.joint_scores`): (_Found or None, (objective, energy)),
+        ties going to the lower energy, then to the first."""
+        i = objective_of(sp.objective).argbest(value, energy)
+        if not math.isfinite(value[i]):
+            return None, _NONE
+        f = self.rows[i]
+        blocking = blocking_of(sp.dims, self.units[f], self.mids[f], self.tops[f], self.o1[i], self.o2[i])
+        return _Found(blocking, tuple(int(v) for v in self.units[f])), (float(value[i]), float(energy[i]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _splits(left: tuple[int, ...]) -> np.ndarray:
+    """Every REGF-level count per dim dividing ``left`` (itertools.product order)."""
+    out = np.array(list(itertools.product(*(divisors(v) for v in left))), dtype=np.int64).reshape(-1, len(left))
+    out.flags.writeable = False
+    return out
+
+
+def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     """GBUF level: for each register block, every REGF/DRAM split of the
     remaining factors that fits the node buffer, under every distinct loop
-    order of both levels."""
+    order of both levels (None if no split fits), in the order of register
+    blocks, splits, REGF-level order, GBUF-level order."""
     ev = sp.ev
     nd = len(sp.dims)
-    all_u, all_m = [], []
-    for u in units:
-        left = sp.rest // u
-        mids = np.array(list(itertools.product(*(divisors(int(v)) for v in left))), dtype=np.int64).reshape(-1, nd)
-        uu = np.repeat(u[None, :], len(mids), axis=0)
-        fits = ev.buffer_words(ev.node_tile(sp.dims, uu, mids), 1) <= ev.gbuf_cap
-        all_u.append(uu[fits])
-        all_m.append(mids[fits])
-    U = np.concatenate(all_u)
-    A = np.concatenate(all_m)
+    parts = [_splits(tuple(int(v) for v in sp.rest // u)) for u in units]
+    A = np.concatenate(parts)
+    U = np.repeat(units, [len(p) for p in parts], axis=0)
+    fits = ev.buffer_words(ev.node_tile(sp.dims, U, A), 1) <= ev.gbuf_cap
+    U, A = U[fits], A[fits]
     if len(U) == 0:
-        return None, _NONE
+        return None
     tops = sp.rest[None, :] // (U * A)
-    per1 = [sp.orders(a) for a in A]
-    per2 = [sp.orders(t) for t in tops]
-    total = sum(len(p1) * len(p2) for p1, p2 in zip(per1, per2))
-    if total > _MAX_CANDIDATES:
+    m1, m2 = _masks(A), _masks(tops)
+    n1, n2 = _order_counts(sp, m1), _order_counts(sp, m2)
+    innermost = int((n1 * n2).sum()) > _MAX_CANDIDATES
+    if innermost:
         # too many: REGF-level orders by one choice of innermost loop only
-        per1 = [_innermost_orders(a, nd) for a in A]
-    rows, o1, o2 = [], [], []
-    for f, (p1, p2) in enumerate(zip(per1, per2)):
-        n1, n2 = len(p1), len(p2)
-        rows.append(np.full(n1 * n2, f, dtype=np.int64))
-        o1.append(np.repeat(p1, n2, axis=0))
-        o2.append(np.tile(p2, (n1, 1)))
-    rows = np.concatenate(rows)
-    res = sp.costs(U, A, rows, np.concatenate(o1), np.concatenate(o2))
-    i = res.best()
-    value = float(res.objective[i])
-    if not math.isfinite(value):
-        return None, _NONE
-    return _Found(res.blocking(i), tuple(int(v) for v in U[rows[i]])), (value, float(res.energy[i]))
+        n1 = _order_counts(sp, m1, True)
+    per = n1 * n2
+    rows = np.repeat(np.arange(len(U)), per)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(per) - per, per)
+    i1, i2 = np.divmod(within, n2[rows])
+    o1 = np.empty((len(rows), nd), dtype=np.int64)
+    o2 = np.empty((len(rows), nd), dtype=np.int64)
+    for masks, idx, out, inner in ((m1, i1, o1, innermost), (m2, i2, o2, False)):
+        cand = masks[rows]
+        for m in np.unique(masks):
+            pick = cand == m
+            out[pick] = sp.mask_orders(int(m), inner)[idx[pick]]
+    return _Search(U, A, tops, rows, o1, o2)
+
+
+def _masks(counts: np.ndarray) -> np.ndarray:
+    """The looping dims of each row of counts, as bits."""
+    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
+
+
+def _order_counts(sp: _Space, masks: np.ndarray, innermost: bool = False) -> np.ndarray:
+    uniq, inv = np.unique(masks, return_inverse=True)
+    return np.array([len(sp.mask_orders(int(m), innermost)) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
 
 
 def _innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
@@ -812,8 +1132,8 @@ def _descend_scalar(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed |
     the same levels, costed one scheme at a time with a greedy descent."""
     rest = skel.rest
     dims = [d for d in BLOCK_DIMS if rest[d] > 1]
-    regf_cap = arch.levels[0].capacity // arch.word_bytes
-    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    regf_cap = shared_capacity_words(arch, 0)
+    gbuf_cap = shared_capacity_words(arch, 1)
     unit = {d: 1 for d in dims}
     mid = {d: 1 for d in dims}
     evaluated = 0

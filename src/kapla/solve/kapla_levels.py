@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,9 +36,11 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
-from kapla.model.feed import Feed
-from kapla.model.objective import NONE, Objective, better
-from kapla.solve.frames import Blockings, Frame, FrameEvaluator, frames, order_classes, split_rows
+from kapla.model.evaluate import evaluate
+from kapla.model.feed import FROM_DRAM, Feed
+from kapla.model.objective import Objective, better, objective_of
+from kapla.solve.base import IntraResult, no_scheme
+from kapla.solve.frames import Blockings, FrameEvaluator, frames, order_classes, split_rows
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
@@ -73,6 +76,23 @@ def solve_levels(layer: Layer, batch: int, arch: ArchSpec, objective: Objective,
         if found is not None and (best is None or better(found[0], best[0])):
             best = found
     return (best[1] if best else None), evaluated
+
+
+def solve_any(layer: Layer, batch: int, arch: ArchSpec, objective: str, ifm_name: str | None,
+              feed: Feed | None) -> IntraResult:
+    """:func:`solve_levels` as an intra-layer solver's result (NoSchemeError if nothing is valid)."""
+    start = time.perf_counter()
+    fed = None if feed is None or feed == FROM_DRAM else feed
+    scheme, evaluated = solve_levels(layer, batch, arch, objective_of(objective), fed)
+    if scheme is None:
+        if fed is not None and evaluated:
+            from kapla.solve.exhaustive import feed_unmet
+
+            raise feed_unmet(layer, batch, arch, fed, evaluated)
+        raise no_scheme(layer, batch, arch)
+    scheme = LayerScheme(scheme.layer, scheme.batch, scheme.unit, scheme.levels, ifm_name=ifm_name)
+    cost = evaluate(scheme, arch, feed or FROM_DRAM)
+    return IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start)
 
 
 def _rank(evaluators: list[FrameEvaluator]) -> tuple[list[int], int]:
@@ -111,7 +131,8 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
             counts.append(left)
         else:
             counts.append(np.ones((F, ND), np.int64))
-    rows, ords = [], [[] for _ in range(n)]
+    rows: list[int] = []
+    ords: list[list[np.ndarray]] = [[] for _ in range(n)]
     ident = np.arange(ND, dtype=np.int64)
     for f in range(F):
         here = orders_here[f]
@@ -127,9 +148,9 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
                     ords[lvl].append(tops[b])
                 else:
                     ords[lvl].append(ident)
-    b = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
-                  tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
-    return b, left, unit
+    found = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
+                      tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
+    return found, left, unit
 
 
 def _innermost_orders(counts: np.ndarray) -> np.ndarray:
@@ -211,7 +232,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
     left = np.stack([states[s].left for s in src]) // taken
     here = list(order_classes(layer, taken))
     tops = list(order_classes(layer, left))
-    if sum(len(a) * len(t) for a, t in zip(here, tops)) > MAX_JOINT:
+    if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT:
         here = [_innermost_orders(t) for t in taken]
     b, _, _ = _blockings(states, level, taken, src, n, here, tops)
     evaluated += len(b)
@@ -232,4 +253,4 @@ def _pick(ev: FrameEvaluator, b: Blockings, objective: Objective, feed: Feed | N
     return best
 
 
-__all__ = ["solve_levels"]
+__all__ = ["solve_any", "solve_levels"]

@@ -38,14 +38,17 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
+from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC
 from kapla.model.objective import Objective, objective_of
+from kapla.model.segment import SegmentCost
 from kapla.solve.base import IntraSolver, no_scheme
 from kapla.solve.inter import (
     Estimate,
@@ -88,6 +91,8 @@ class PruneStats:
 # ---------------------------------------------------------------- the search
 
 Key = tuple[float, float]
+#: A network search's best: its key, the chain's inter-layer schemes, their solved segments, pinned weights.
+_Best = tuple[Key, tuple[InterScheme, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
     covering layers ``0..j``, from each segment's additive key."""
     best: list[list[_Chain]] = [[] for _ in order]
     for j in range(len(order)):
-        candidates = []
+        candidates: list[_Chain] = []
         for start, inter, value in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
             candidates.extend(_Chain(_add(p.value, value), p.schemes + (inter,)) for p in prefixes)
@@ -269,7 +274,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     start = time.perf_counter()
     reserve = pin_reserve(net, arch)
     runs = [False] + ([True] if reserve is not None else [])
-    best = None
+    best: _Best | None = None
     stats = PruneStats()
     jobs = min(os.cpu_count() or 1, 4) if jobs is None else jobs
     pool = ProcessPoolExecutor(jobs, initializer=_ignore_interrupts) if jobs > 1 else None
@@ -281,6 +286,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+    assert best is not None  # runs is never empty, and _search raises when it finds nothing
     _, chain, seg_results, pinned = best
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
                    strategy.name)
@@ -292,7 +298,7 @@ def _ignore_interrupts() -> None:
 
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
-            stats, pool):
+            stats, pool) -> _Best:
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
@@ -310,11 +316,16 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
                 all_schemes.append((index[plan.layers[0]], j, inter))
                 if len(plan) == 1:
                     singles.append(inter)
+    alone = {inter.layers[0] for inter in singles}
+    for name in order:
+        if name not in alone:  # nothing to fall back on: no schedule without this layer
+            raise no_scheme(net[name], net.batch, arch)
     search = Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
-    best = None
+    best: _Best | None = None
     for chain in strategy.chains(search):
-        results = [segsolver.solve(inter) for inter in chain.schemes]
-        if any(r is None for r in results):
+        found = [segsolver.solve(inter) for inter in chain.schemes]
+        results = [r for r in found if r is not None]
+        if len(results) < len(found):
             continue
         energy = sum(r[1].total_energy for r in results)
         total_time = sum(r[1].time for r in results)
@@ -326,6 +337,11 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
     return best
 
 
+def _complete(net: Network, layers: list[LayerResult]) -> bool:
+    """Every layer of the network has exactly one scheme (an empty schedule is no answer)."""
+    return len(net) > 0 and sorted(lr.name for lr in layers) == sorted(layer.name for layer in net)
+
+
 def _pipelining(arch: ArchSpec) -> bool:
     return bool(arch.options.spatial_layer_pipe or arch.options.temporal_layer_pipe)
 
@@ -334,7 +350,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
     layers = []
     energy: dict[str, float] = {}
     segments_info = []
-    for inter, (segment, cost) in zip(chain, seg_results):
+    for inter, (segment, cost) in zip(chain, seg_results, strict=True):
         for name in segment.layers:
             place = segment.placements[name]
             lr = LayerResult(name, segment.schemes[name], cost.layers[name],
@@ -358,7 +374,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver.name,
         objective=objective, segments=tuple(tuple(i.layers) for i in chain), layers=tuple(layers),
         energy=energy, time=total_time, solver_seconds=seconds,
-        valid=all(cost.valid for _, cost in seg_results), extra=extra)
+        valid=_complete(net, layers) and all(cost.valid for _, cost in seg_results), extra=extra)
 
 
 __all__ = ["ExhaustiveStrategy", "KaplaStrategy", "NetworkStrategy", "PruneStats", "Search", "SearchBudgetExceeded",

@@ -13,8 +13,9 @@ or :func:`register_strategy` call and, to offer it by name, one
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from kapla.errors import KaplaError
 from kapla.solve.base import IntraSolver

@@ -11,18 +11,17 @@ Layer solves are cached and may run in a process pool.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
-from kapla.model.segment import SegmentCost, evaluate_segment
+from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.solve.base import IntraSolver, NoSchemeError, shape_key
-from kapla.model.segment import output_words
 from kapla.solve.inter import InterScheme, feed_of, placements
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -81,7 +80,7 @@ class SegmentSolver:
                 if key not in self.layer_cache and key not in jobs:
                     jobs[key] = self._job(key, feed)
         if self.pool is not None and len(jobs) > 1:
-            for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values())):
+            for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values()), strict=True):
                 self.layer_cache[key] = scheme
         else:
             for key, job in jobs.items():

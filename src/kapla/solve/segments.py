@@ -124,7 +124,7 @@ def allocate_regions(net: Network, slots: tuple[tuple[str, ...], ...],
             share[worst] += 1
         if min(share) < 1:
             continue
-        utilisation = sum(ops) / (max(o / s for o, s in zip(ops, share)) * sum(share))
+        utilisation = sum(ops) / (max(o / s for o, s in zip(ops, share, strict=True)) * sum(share))
         if utilisation < 0.5 and rows > 1:
             continue
         placed = _place(share, rows, height, width)

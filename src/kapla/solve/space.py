@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterator, Mapping, Sequence
+from functools import cache
 
 import numpy as np
 
@@ -41,12 +41,12 @@ BLOCK_DIMS = ("N", "G", "C", "K", "Y", "X")
 MAX_PADDING = 0.1  # a partition may pad a dimension by at most 10 % (as nn_dataflow)
 
 
-@lru_cache(maxsize=None)
+@cache
 def factorizations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
     """Every ordered ``parts``-tuple of positive integers whose product is ``n``."""
     if parts == 1:
         return ((n,),)
-    out = []
+    out: list[tuple[int, ...]] = []
     for d in range(1, n + 1):
         if n % d == 0:
             out.extend((d,) + rest for rest in factorizations(n // d, parts - 1))
@@ -120,16 +120,16 @@ def _partitions(extents: Mapping[str, int], region: tuple[int, int]) -> list[Nod
     seen: set[tuple] = set()
     out = []
     for counts in factorizations(rows * cols, len(dims)) if dims else ((),):
-        if not all(splits_evenly(extents[d], c) for d, c in zip(dims, counts)):
+        if not all(splits_evenly(extents[d], c) for d, c in zip(dims, counts, strict=True)):
             continue
-        key = tuple(zip(dims, counts))
+        key = tuple(zip(dims, counts, strict=True))
         if key in seen:
             continue
         layout = _layout(counts, rows, cols)
         if layout is None:
             continue
         seen.add(key)
-        out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout) if r * c > 1)))
+        out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout, strict=True) if r * c > 1)))
     if rows * cols > 1 and out == [NodePartition(())]:
         return []  # nothing spread: not a partition of this many nodes
     return out
@@ -186,7 +186,7 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
         n = math.prod(s.count for s in partition.stacks if s.dim not in RELEVANT[kind])
         if n > 1:
             groups[kind] = n
-    options = [()]
+    options: list[tuple[tuple[Kind, int], ...]] = [()]
     for r in range(1, len(groups) + 1):
         for kinds in itertools.combinations(sorted(groups), r):
             options.append(tuple((k, groups[k]) for k in kinds))
@@ -229,7 +229,7 @@ def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodeP
             dims[i, k], counts[i, k] = DIM_INDEX[d], n
     unit = np.array([[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs], dtype=np.int64)
     ok = tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), unit, dims, counts).ok
-    return [pair for pair, good in zip(pairs, ok) if good]
+    return [pair for pair, good in zip(pairs, ok, strict=True) if good]
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def build_scheme(skel: Skeleton, blocking: Blocking, ifm_name: str | None = None
     gbuf_updates = tuple(Loop(d, n) for d, n in blocking.gbuf if n > 1)
     levels = [LevelScheme(skel.levels[0], m.stacks, regf_updates)]
     levels.append(LevelScheme(skel.levels[1], skel.partition.stacks, gbuf_updates, skel.shr))
-    return LayerScheme(skel.layer, skel.batch, unit, tuple(levels), ifm_name=ifm_name)
+    return LayerScheme(skel.layer, skel.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
 
 
 def coverage_ok(scheme: LayerScheme) -> bool:
@@ -270,9 +270,9 @@ def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...
     return _distinct_orders(tuple(sorted({r.kind for r in tensor_roles(layer)})), dims)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _distinct_orders(kinds: tuple[Kind, ...], dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
-    seen = {}
+    seen: dict[tuple, tuple[str, ...]] = {}
     for order in itertools.permutations(dims):
         signature = []
         for kind in kinds:

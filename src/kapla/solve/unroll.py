@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from kapla.arch.spec import ArchSpec
 from kapla.arch.unroll import Unroll
 from kapla.dataflow.directives import Loop, Stack
-from kapla.dataflow.mapping import pe_mappings
-from kapla.dataflow.tensors import DIMS
+from kapla.dataflow.mapping import PeMapping, pe_mappings, relaxed
+from kapla.dataflow.tensors import DIMS, as_block, tensor_roles
+from kapla.model.hardware import hardware
+from kapla.model.rules import block_words, fits
 from kapla.solve.space import PARTITION_DIMS, node_partitions_of, splits_evenly
 from kapla.workload.layer import Layer
 
@@ -64,16 +66,33 @@ class Spatial:
 def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[str, int]) -> list[Spatial]:
     """The spatial choices of ``level`` for a block of ``extents``."""
     unroll = arch.unroll_of(level)
-    array = tuple(arch.levels[level].array)
+    array = arch.levels[level].array
     if unroll.kind == "template":
         assert unroll.template is not None
-        return [Spatial(m.stacks, m.unit, m.inner, m.note) for m in pe_mappings(unroll.template, layer, extents,
-                                                                                  array)]
+        mappings = pe_mappings(unroll.template, layer, extents, array)
+        if not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
+            # whole rows or filters do not fit: strips and partial filters, left to loop blocking
+            mappings = [v for m in mappings for v in [m] + relaxed(m)]
+        return [Spatial(m.stacks, m.unit, m.inner, m.note) for m in mappings]
     if array == (1, 1):
         return [Spatial()]
     if unroll.kind == "partition":
         return [Spatial(p.stacks, note="partition") for p in node_partitions_of(extents, array)]
     return _axis_options(unroll, extents, array)
+
+
+def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:
+    """The smallest blocks a template mapping fixes fit: its unit in one PE's
+    buffer, and one pass of the PE array in the buffer above."""
+    hw = hardware(arch)
+    roles = tensor_roles(layer)
+    unit = as_block(m.unit_dims)
+    if not fits(block_words(unit, layer, roles, hw, 0), hw, 0):
+        return False
+    if hw.onchip < 2:
+        return True
+    one_pass = as_block(m.covered())
+    return bool(fits(block_words(one_pass, layer, roles, hw, 1), hw, 1))
 
 
 def _axis_options(unroll: Unroll, extents: Mapping[str, int], array: tuple[int, int]) -> list[Spatial]:
@@ -86,7 +105,7 @@ def _axis_options(unroll: Unroll, extents: Mapping[str, int], array: tuple[int, 
         if unroll.replicate:
             r = _replicate(r, extents, array[0], c)
             c = _replicate(c, extents, array[1], r)
-        total = {}
+        total: dict[str, int] = {}
         for d, n in r + c:
             total[d] = total.get(d, 1) * n
         if not all(splits_evenly(extents[d], n) for d, n in total.items()):
@@ -107,11 +126,12 @@ def axis_splits(extents: Mapping[str, int], size: int, dims: Sequence[str],
         for combo in itertools.combinations(dims, k):
             for counts in itertools.product(*(range(2, min(size, extents[d]) + 1) for d in combo)):
                 n = math.prod(counts)
-                if n > size or n < used or not all(splits_evenly(extents[d], c) for d, c in zip(combo, counts)):
+                if n > size or n < used or not all(splits_evenly(extents[d], c)
+                                                   for d, c in zip(combo, counts, strict=True)):
                     continue
                 if n > used:
                     best, used = [], n
-                best.append(tuple(zip(combo, counts)))
+                best.append(tuple(zip(combo, counts, strict=True)))
         if used == size:
             break  # two dims only where one cannot fill the axis
     return best
@@ -140,7 +160,7 @@ def _best_used(options: list[Spatial]) -> list[Spatial]:
         return []
     used = [math.prod(s.count for s in o.stacks) for o in options]
     top = max(used)
-    return [o for o, u in zip(options, used) if u == top]
+    return [o for o, u in zip(options, used, strict=True) if u == top]
 
 
 __all__ = ["MAX_DIMS_PER_AXIS", "PARTITION_DIMS", "Spatial", "axis_splits", "spatial_options"]

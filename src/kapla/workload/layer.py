@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from kapla.errors import NetworkError
 
@@ -249,7 +249,7 @@ class Layer:
     def is_depthwise(self) -> bool:
         return self.op == Op.CONV and self.groups > 1 and self.groups == self.c
 
-    def with_phase(self, phase: Phase, name: str) -> "Layer":
+    def with_phase(self, phase: Phase, name: str) -> Layer:
         """The same loop nest computing another training phase."""
         return replace(self, name=name, phase=phase, forward=self.name)
 

@@ -12,9 +12,9 @@ a layer does, not what it receives.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Iterable, Iterator, Mapping, Sequence
 
 import networkx as nx
 
@@ -127,7 +127,7 @@ class Network:
         """Total multiply-accumulates for the whole batch."""
         return self.batch * sum(layer.macs for layer in self.layers)
 
-    def with_batch(self, batch: int) -> "Network":
+    def with_batch(self, batch: int) -> Network:
         """The same network at another batch size.
 
         A training network's backward layers do not depend on the batch, so
@@ -137,7 +137,7 @@ class Network:
             raise NetworkError(f"network '{self.name}': batch must be a positive integer (got {batch!r})")
         return replace(self, batch=batch)
 
-    def to_training(self) -> "Network":
+    def to_training(self) -> Network:
         """The training DAG: forward layers followed by their backward layers."""
         from kapla.workload.training import training_network
 
@@ -207,7 +207,7 @@ def _check_acyclic(net: Network, layers: Mapping[str, Layer]) -> None:
     # Layers must also be listed in a topological order, so every pass over
     # ``net.layers`` sees producers before consumers.
     seen: set[str] = set(net.inputs)
-    pending = {e.dst: set() for e in net.edges}
+    pending: dict[str, set[str]] = {e.dst: set() for e in net.edges}
     for e in net.edges:
         pending[e.dst].add(e.src)
     for layer in net.layers:
@@ -333,7 +333,7 @@ class NetworkBuilder:
         if not srcs:
             raise NetworkError(f"layer '{name}': an eltwise layer needs at least one input")
         shapes = [self.shape_of(s) for s in srcs]
-        for src, shape in zip(srcs, shapes):
+        for src, shape in zip(srcs, shapes, strict=True):
             if shape != shapes[0]:
                 raise NetworkError(
                     f"layer '{name}': input '{src}' is {shape} but '{srcs[0]}' is {shapes[0]}; "
@@ -373,7 +373,7 @@ class NetworkBuilder:
         elif concat_flat:
             shape = FmapShape(sum(s.elems for s in shapes), 1, 1)
         else:
-            desc = ", ".join(f"'{s}' {sh}" for s, sh in zip(srcs, shapes))
+            desc = ", ".join(f"'{s}' {sh}" for s, sh in zip(srcs, shapes, strict=True))
             raise NetworkError(f"layer '{name}': inputs {desc} differ in height/width and cannot be concatenated")
         if in_channels is not None and in_channels != shape.c:
             raise NetworkError(
@@ -405,7 +405,7 @@ def _pads(v: int | Sequence[int]) -> tuple[int, int, int, int]:
     if len(t) == 2:
         return (t[0], t[1], t[0], t[1])
     if len(t) == 4:
-        return t  # type: ignore[return-value]
+        return t
     raise NetworkError(f"padding must be one, two or four integers, got {v!r}")
 
 

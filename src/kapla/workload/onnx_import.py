@@ -27,9 +27,10 @@ of them) kapla cannot represent, :class:`NetworkError` for shapes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import onnx
 from onnx import helper, shape_inference
@@ -176,7 +177,7 @@ class _Importer:
 
     def run(self) -> Network:
         self._add_inputs()
-        for index, (proto, layer_name) in enumerate(zip(self.graph.node, _layer_names(self.graph))):
+        for index, (proto, layer_name) in enumerate(zip(self.graph.node, _layer_names(self.graph), strict=True)):
             attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
             self._import_node(_Node(proto, index, layer_name, attrs))
         try:
@@ -285,7 +286,8 @@ class _Importer:
         ours = self.builder.shape_of(layer)
         dims = self.dims.get(out)
         theirs = _as_fmap(dims)
-        if theirs is not None and (theirs != ours if len(dims) == 4 else theirs.elems != ours.elems):
+        if dims is not None and theirs is not None and (theirs != ours if len(dims) == 4
+                                                        else theirs.elems != ours.elems):
             raise self.fail(node, f"kapla computes output {ours} but the model says {_show(dims)}",
                             NetworkError)
         self.fmaps[out] = (layer,)
@@ -340,7 +342,7 @@ def _pads(imp: _Importer, node: _Node, shape: FmapShape, kernel: Sequence[int],
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise imp.fail(node, f"auto_pad {auto!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", SpecError)
     lo, hi = [], []
-    for size, k, s, d in zip((shape.h, shape.w), kernel, strides, dilations):
+    for size, k, s, d in zip((shape.h, shape.w), kernel, strides, dilations, strict=True):
         out = -(-size // s)
         total = max(0, (out - 1) * s + d * (k - 1) + 1 - size)
         begin = total // 2 if auto == "SAME_UPPER" else total - total // 2
@@ -428,7 +430,7 @@ def _eltwise(imp: _Importer, node: _Node) -> None:
         srcs.append(producers[0])
     shapes = [imp.builder.shape_of(s) for s in srcs]
     if any(sh != shapes[0] for sh in shapes):
-        shown = ", ".join(f"'{s}' {sh}" for s, sh in zip(srcs, shapes))
+        shown = ", ".join(f"'{s}' {sh}" for s, sh in zip(srcs, shapes, strict=True))
         raise imp.fail(node, f"operands {shown} differ in shape; kapla's element-wise layers do not broadcast")
     mode = "mul" if node.op == "Mul" else "add"
     imp.define(node, imp.builder.eltwise(node.name, srcs, mode))

@@ -19,7 +19,7 @@ layer's name and position.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import networkx as nx
 import yaml
@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kapla.errors import NetworkError, SpecError
 from kapla.workload.network import Network, NetworkBuilder
 
-IntPair = Union[int, tuple[int, int]]
-Padding = Union[int, tuple[int, int], tuple[int, int, int, int]]
+IntPair = int | tuple[int, int]
+Padding = int | tuple[int, int] | tuple[int, int, int, int]
 PositiveInt = Annotated[int, Field(gt=0)]
 
 
@@ -42,6 +42,9 @@ class _LayerSpec(BaseModel):
     @classmethod
     def _one_input(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        raise NotImplementedError
 
 
 class ConvSpec(_LayerSpec):
@@ -107,7 +110,7 @@ class EltwiseSpec(_LayerSpec):
         b.eltwise(self.name, self.inputs, self.mode)
 
 
-LAYER_TYPES = {
+LAYER_TYPES: dict[str, type[_LayerSpec]] = {
     "conv": ConvSpec,
     "depthwise": DepthwiseSpec,
     "fc": FCSpec,
@@ -123,7 +126,7 @@ class NetworkSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     batch: PositiveInt = 1
-    inputs: dict[str, Union[tuple[PositiveInt], tuple[PositiveInt, PositiveInt, PositiveInt]]] = Field(min_length=1)
+    inputs: dict[str, tuple[PositiveInt] | tuple[PositiveInt, PositiveInt, PositiveInt]] = Field(min_length=1)
     layers: list[dict[str, Any]] = Field(min_length=1)
 
 

@@ -65,7 +65,7 @@ def layer_stats(net: Network, word_bits: int = 16) -> tuple[LayerStats, ...]:
 def network_stats(net: Network, word_bits: int = 16) -> NetworkStats:
     """Statistics of ``net`` at its batch size, with ``word_bits``-bit words."""
     per_layer = layer_stats(net, word_bits)
-    fmaps = [ls.out_bytes for ls, layer in zip(per_layer, net) if layer.out_shape is not None]
+    fmaps = [ls.out_bytes for ls, layer in zip(per_layer, net, strict=True) if layer.out_shape is not None]
     weights = [ls.weight_bytes for ls in per_layer if ls.weight_bytes]
     fwd = [layer for layer in net if layer.phase == Phase.FWD]
     return NetworkStats(

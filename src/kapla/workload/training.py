@@ -78,14 +78,14 @@ def training_network(net: Network) -> Network:
         needs = [e.src not in net.inputs for e in in_edges]
 
         if layer.op == Op.ELTWISE and layer.mode == "add":
-            for e, need in zip(in_edges, needs):
+            for e, need in zip(in_edges, needs, strict=True):
                 if need:
                     grads[e.src].append(dy)
             continue
 
         if layer.op == Op.ELTWISE:
             # d(a*b)/da = dY * b: one backward layer per operand needing a gradient.
-            for i, (e, need) in enumerate(zip(in_edges, needs)):
+            for i, (e, need) in enumerate(zip(in_edges, needs, strict=True)):
                 if not need:
                     continue
                 name = f"{layer.name}.bwd{i}" if len(in_edges) > 1 else f"{layer.name}.bwd"
@@ -136,6 +136,7 @@ def _split_gradient(net: Network, layer: Layer, bwd: str, grads: dict[str, list[
     offset = 0
     for e in in_edges:
         shape = net.output_shape(e.src)
+        assert shape is not None, e.src  # a producer of a forward layer outputs an fmap
         width = (e.channels[1] - e.channels[0]) if e.channels else shape.c
         if (shape.h, shape.w) != (layer.h, layer.w):
             # A flattening FC over several inputs: the split is in elements, which

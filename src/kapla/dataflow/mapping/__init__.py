@@ -10,8 +10,8 @@ template is one more module.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from kapla.dataflow.directives import Loop, Stack
 from kapla.errors import ArchError
@@ -63,6 +63,19 @@ def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
     return fn(layer, extents, pe_array)
 
 
+def relaxed(mapping: PeMapping) -> list[PeMapping]:
+    """Finer variants of a mapping, for buffers too small for the blocks it fixes:
+    its innermost loops left to loop blocking (a row processed in strips), then
+    its unit block too (a filter split over several passes). The spatial
+    pattern (its stacks) stays."""
+    out = []
+    if mapping.inner:
+        out.append(PeMapping(mapping.template, mapping.unit, mapping.stacks, (), f"{mapping.note}, loops free"))
+    if mapping.unit:
+        out.append(PeMapping(mapping.template, (), mapping.stacks, (), f"{mapping.note}, unit free"))
+    return out
+
+
 def fold(extent: int, units: int) -> tuple[int, int]:
     """Spread ``extent`` over at most ``units``: (units used, temporal folds), with no idle fold."""
     folds = -(-extent // units)
@@ -71,4 +84,4 @@ def fold(extent: int, units: int) -> tuple[int, int]:
 
 from kapla.dataflow.mapping import row_stationary, systolic  # noqa: E402,F401  (registration)
 
-__all__ = ["PeMapping", "fold", "pe_mappings", "register"]
+__all__ = ["PeMapping", "fold", "pe_mappings", "register", "relaxed"]

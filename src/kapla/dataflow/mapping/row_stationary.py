@@ -11,7 +11,7 @@ Loop blocking decides the rest (channels, filters and samples).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from kapla.dataflow.directives import Loop, Stack
 from kapla.dataflow.mapping import PeMapping, fold, register
@@ -29,8 +29,8 @@ def row_stationary(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int
     inner = tuple(Loop(d, n) for d, n in (("Y", y_folds), ("S", s_folds), ("X", extents["X"])) if n > 1)
     unit = (("R", extents["R"]),)
     spare_rows, spare_cols = rows // s_rows, cols // y_cols
-    row_dims = [d for d in ("C", "K") if spare_rows > 1 and extents[d] > 1] or [None]
-    col_dims = [d for d in ("N", "K") if spare_cols > 1 and extents[d] > 1] or [None]
+    row_dims: list[str | None] = [d for d in ("C", "K") if spare_rows > 1 and extents[d] > 1] or [None]
+    col_dims: list[str | None] = [d for d in ("N", "K") if spare_cols > 1 and extents[d] > 1] or [None]
     out = []
     for rd in row_dims:
         for cd in col_dims:

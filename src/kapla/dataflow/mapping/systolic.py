@@ -9,7 +9,7 @@ put their channel groups down the rows instead.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from kapla.dataflow.directives import Stack
 from kapla.dataflow.mapping import PeMapping, fold, register

@@ -7,8 +7,8 @@ case-insensitive and ignore dashes and underscores (``MLP-L`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from kapla.errors import NetworkError
 from kapla.workload.network import Network

@@ -13,7 +13,7 @@ def _resnet(name: str, blocks: tuple[int, int, int, int], batch: int) -> Network
     b.input("data", 3, 224)
     b.conv("conv1", "data", 64, 7, stride=2, pad=3)
     res = b.pool("pool1", "conv1", 3, stride=2, pad=1)
-    for stage, (count, width) in enumerate(zip(blocks, (64, 128, 256, 512)), start=2):
+    for stage, (count, width) in enumerate(zip(blocks, (64, 128, 256, 512), strict=True), start=2):
         for i in range(count):
             stride = 2 if (i == 0 and stage > 2) else 1
             p = f"conv{stage}_{i}"
