@@ -32,7 +32,7 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import fits, held_words, tile_coverage
+from kapla.model.rules import fits, held_words, lists_coverage
 from kapla.solve.space import NodePartition, distinct_orders, sharing_options
 from kapla.solve.unroll import Spatial, spatial_options
 from kapla.workload.layer import Layer
@@ -107,14 +107,7 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
         lp += [(d, rest[j]) for j, d in enumerate(DIMS) if rest[j] > 1]
         loops.append(lp)
         units.append([unit.get(d, 1) for d in DIMS])
-    width = max(len(lp) for lp in loops)
-    dims = np.zeros((len(found), width), dtype=np.int64)
-    counts = np.ones((len(found), width), dtype=np.int64)
-    for i, lp in enumerate(loops):
-        for k, (d, c) in enumerate(lp):
-            dims[i, k], counts[i, k] = DIM_INDEX[d], c
-    return tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), np.array(units, dtype=np.int64),
-                         dims, counts).ok
+    return lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
 
 
 @dataclass(frozen=True, eq=False)

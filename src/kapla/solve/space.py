@@ -31,9 +31,9 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.mapping import PeMapping, pe_mappings
-from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
 from kapla.model.nests import from_schemes
-from kapla.model.rules import coverage, tile_coverage
+from kapla.model.rules import coverage, lists_coverage
 from kapla.workload.layer import Layer
 
 PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
@@ -221,14 +221,8 @@ def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodeP
     loops = [[(st.dim, st.count) for st in m.stacks] + [(lp.dim, lp.count) for lp in reversed(m.inner)]
              + [(st.dim, st.count) for st in p.stacks] + [(d, n) for d, n in rest if n > 1]
              for p, m, rest in pairs]
-    width = max(len(lp) for lp in loops)
-    dims = np.zeros((len(pairs), width), dtype=np.int64)
-    counts = np.ones((len(pairs), width), dtype=np.int64)
-    for i, lp in enumerate(loops):
-        for k, (d, n) in enumerate(lp):
-            dims[i, k], counts[i, k] = DIM_INDEX[d], n
-    unit = np.array([[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs], dtype=np.int64)
-    ok = tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), unit, dims, counts).ok
+    units = [[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs]
+    ok = lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
     return [pair for pair, good in zip(pairs, ok, strict=True) if good]
 
 

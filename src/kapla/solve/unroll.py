@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from kapla.arch.spec import ArchSpec
 from kapla.arch.unroll import Unroll
 from kapla.dataflow.directives import Loop, Stack
-from kapla.dataflow.mapping import PeMapping, pe_mappings, relaxed
+from kapla.dataflow.mapping import PeMapping, covered_extents, pe_mappings, relaxed
 from kapla.dataflow.tensors import DIMS, as_block, tensor_roles
 from kapla.model.hardware import hardware
 from kapla.model.rules import block_words, fits
@@ -51,12 +51,7 @@ class Spatial:
 
     def covered(self) -> dict[str, int]:
         """Extent of each dim one pass of the level's units covers."""
-        out = dict(self.unit)
-        for st in self.stacks:
-            out[st.dim] = out.get(st.dim, 1) * st.count
-        for lp in self.inner:
-            out[lp.dim] = out.get(lp.dim, 1) * lp.count
-        return out
+        return covered_extents(self.unit, self.stacks, self.inner)
 
     def describe(self) -> str:
         text = " ".join(f"{s.dim}{s.count}" for s in self.stacks) or "-"

@@ -10,7 +10,7 @@ template is one more module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kapla.dataflow.directives import Loop, Stack
@@ -34,12 +34,17 @@ class PeMapping:
 
     def covered(self) -> dict[str, int]:
         """Loop extents one pass of the PE array covers (unit x stacks x fixed loops)."""
-        out = dict(self.unit)
-        for st in self.stacks:
-            out[st.dim] = out.get(st.dim, 1) * st.count
-        for lp in self.inner:
-            out[lp.dim] = out.get(lp.dim, 1) * lp.count
-        return out
+        return covered_extents(self.unit, self.stacks, self.inner)
+
+
+def covered_extents(unit: Iterable[tuple[str, int]], stacks: Iterable[Stack], inner: Iterable[Loop]) -> dict[str, int]:
+    """Extent of each dim a unit block, its stacks and fixed loops cover together."""
+    out = dict(unit)
+    for st in stacks:
+        out[st.dim] = out.get(st.dim, 1) * st.count
+    for lp in inner:
+        out[lp.dim] = out.get(lp.dim, 1) * lp.count
+    return out
 
 
 MappingFn = Callable[[Layer, Mapping[str, int], tuple[int, int]], list[PeMapping]]
@@ -84,4 +89,4 @@ def fold(extent: int, units: int) -> tuple[int, int]:
 
 from kapla.dataflow.mapping import row_stationary, systolic  # noqa: E402,F401  (registration)
 
-__all__ = ["PeMapping", "fold", "pe_mappings", "register", "relaxed"]
+__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "register", "relaxed"]
