@@ -198,6 +198,18 @@ class FrameEvaluator:
         words = held_words(block, self._probe, self.hw, level, self.shr if level == self.levels - 1 else {})
         return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
 
+    def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
+        """``(F,)`` partial blockings (unit factors, the loop counts of levels
+        below ``level``) whose smallest blocks at ``level`` and every level above
+        (no more loops there) still fit: those that can be completed."""
+        ok = np.ones(unit.shape[0], dtype=bool)
+        ones = np.ones_like(unit)
+        below = list(counts)
+        for j in range(level, self.levels):
+            ok &= self.fits(j, self.block(j, unit, below))
+            below.append(ones)
+        return ok
+
     def scheme(self, b: Blockings, i: int, ifm_name: str | None = None) -> LayerScheme:
         """Candidate ``i`` as directives (loops of count 1 left out)."""
         row = b.rows[i]

@@ -172,7 +172,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
 
     # ---- the register block: everything else one level up, each innermost loop there
     src, units = split_rows(rest[None, :], dims)
-    units = units[ev.fits(0, ev.block(0, units, ()))]
+    units = units[ev.fits_above(0, units, ())]  # blocks that fit, and leave room for every level above
     if len(units) == 0:
         return None, evaluated
     states = [_State(u, [], [], rest // u) for u in units]
@@ -191,9 +191,9 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
     for level in range(0, n - 2):
         src, taken = split_rows(np.stack([s.left for s in states]), dims)
         cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
-        blocks = ev.block(level + 1, np.stack([states[s].unit for s in src]),
-                          [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
-        ok = ev.fits(level + 1, blocks)
+        # the next level's block fits, and leaves room for every level above
+        ok = ev.fits_above(level + 1, np.stack([states[s].unit for s in src]),
+                           [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
         src, taken = src[ok], taken[ok]
         if len(src) == 0:
             return None, evaluated
