@@ -25,8 +25,10 @@ def test_unknown_names_and_options_are_named():
         make_solver("nope")
     with pytest.raises(KaplaError, match=r"solver 'kapla' has no option 'depth' \(options: .*top_k"):
         make_solver("kapla", {"depth": 3})
-    with pytest.raises(KaplaError, match="top-k must be at least 1"):
+    with pytest.raises(KaplaError, match="option 'top_k' must be a whole number of at least 1"):
         make_solver("kapla", {"top_k": 0})
+    with pytest.raises(KaplaError, match="top-k must be at least 1"):
+        KaplaStrategy(top_k=0)
 
 
 def test_kapla_solvers_lists_one_line_each():
@@ -43,3 +45,27 @@ def test_schedule_takes_solver_options(tmp_path):
     assert ok.exit_code == 0, ok.output
     bad = runner.invoke(app, ["schedule", "mlp_s", "--arch", "multinode_4x4", "-O", "depth=1"])
     assert bad.exit_code == 2 and "error: solver 'kapla' has no option 'depth'" in bad.output
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"refine": "abc"}, "option 'refine' must be a whole number of at least 0"),
+    ({"top": 0}, "option 'top' must be a whole number of at least 1"),
+    ({"top_k": 2.5}, "option 'top_k' must be a whole number of at least 1"),
+    ({"units": True}, "option 'units' must be a whole number"),
+])
+def test_option_values_are_checked(options, message):
+    with pytest.raises(KaplaError, match=message):
+        make_solver("kapla", options)
+
+
+def test_budget_options_are_positive_seconds():
+    with pytest.raises(KaplaError, match="option 'time_budget' must be a positive number of seconds"):
+        make_solver("exhaustive", {"time_budget": -1})
+    assert make_solver("exhaustive", {"time_budget": 2})[0].time_budget == 2
+
+
+def test_a_bad_option_value_is_one_error_line():
+    bad = CliRunner().invoke(app, ["schedule", "mlp_s", "--arch", "multinode_4x4", "-O", "refine=abc"])
+    assert bad.exit_code == 2
+    assert bad.output.strip() == ("error: solver 'kapla': option 'refine' must be a whole number of at least 0 "
+                                  "(got 'abc')")

@@ -303,12 +303,6 @@ def from_schemes(schemes: Sequence[LayerScheme]) -> Nests:
                  np.arange(M, dtype=np.int64), bypass, first.ifm_name, tuple(lvl.level for lvl in first.levels))
 
 
-def uniform_loops(dims: Sequence[int], counts: np.ndarray) -> Loops:
-    """Loops over the same dims (column indices) for every row, with per-row counts ``(R, K)``."""
-    counts = np.asarray(counts, dtype=np.int64)
-    return Loops(np.broadcast_to(np.asarray(dims, dtype=np.int64), counts.shape).copy(), counts)
-
-
 def constant_stacks(stacks: Sequence[tuple[str, int, int]], rows: int) -> Stacks:
     """The same ``(dim, rows, cols)`` stacks for ``rows`` factor combinations."""
     k = len(stacks)
@@ -318,4 +312,4 @@ def constant_stacks(stacks: Sequence[tuple[str, int, int]], rows: int) -> Stacks
     return Stacks(dims, r, c)
 
 
-__all__ = ["Loops", "Nests", "Stacks", "constant_stacks", "from_schemes", "uniform_loops"]
+__all__ = ["Loops", "Nests", "Stacks", "constant_stacks", "from_schemes"]

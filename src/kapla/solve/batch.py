@@ -239,7 +239,7 @@ class BatchEvaluator:
     # ------------------------------------------------------------ nests
 
     def _nests(self, u: np.ndarray, a: np.ndarray, t: np.ndarray, rows: np.ndarray, ord1: np.ndarray,
-               ord2: np.ndarray, dims: Sequence[str], feed_name: str | None = None) -> Nests:
+               ord2: np.ndarray, dims: Sequence[str]) -> Nests:
         """Blockings as nests: full unit, REGF-level and GBUF-level factors ``(F, 8)``,
         each candidate's combination ``rows`` and its orders (columns of ``dims``)."""
         return joint_nests([self.part(u, a, t, rows, ord1, ord2, dims)])

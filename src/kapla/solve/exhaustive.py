@@ -158,7 +158,7 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
 @lru_cache(maxsize=4096)
 def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
                   feed: Feed = FROM_DRAM):
-    if not classic(arch) or not any(True for _ in skeletons(layer, batch, arch)):
+    if not classic(arch):
         return _solve_frames(layer, batch, arch, objective, budget, feed)
     found = _solve_classic(layer, batch, arch, objective, budget, feed)
     if found[0] is None and not found[2]:

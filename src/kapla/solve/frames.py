@@ -154,7 +154,7 @@ class FrameEvaluator:
             out[DIM_INDEX[st.dim]] *= st.count
         return out
 
-    def nests(self, b: Blockings, feed_name: str | None = None) -> Nests:
+    def nests(self, b: Blockings) -> Nests:
         F, M = b.unit.shape[0], b.rows.shape[0]
         stacks = []
         for sp in self.frame.spatial:

@@ -72,17 +72,17 @@ from kapla.solve.batch import (
 from kapla.solve.kapla_levels import solve_any
 from kapla.solve.space import (
     BLOCK_DIMS,
+    MAX_JOINT_CANDIDATES,
     Blocking,
     Skeleton,
     build_scheme,
     classic,
     distinct_orders,
     divisors,
+    innermost_orders,
     skeletons,
 )
 from kapla.workload.layer import Layer
-
-_MAX_CANDIDATES = 60_000  # per GBUF-level search; beyond it the REGF orders are thinned
 
 
 class KaplaIntraSolver:
@@ -672,7 +672,7 @@ class _Space:
         perms = self._orders.get(key)
         if perms is None:
             looping = np.array([mask >> j & 1 for j in range(len(self.dims))], dtype=np.int64) + 1
-            perms = _innermost_orders(looping, len(self.dims)) if innermost else self.orders(looping)
+            perms = innermost_orders(looping, len(self.dims)) if innermost else self.orders(looping)
             self._orders[key] = perms
         return perms
 
@@ -1075,7 +1075,7 @@ def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     tops = sp.rest[None, :] // (U * A)
     m1, m2 = _masks(A), _masks(tops)
     n1, n2 = _order_counts(sp, m1), _order_counts(sp, m2)
-    innermost = int((n1 * n2).sum()) > _MAX_CANDIDATES
+    innermost = int((n1 * n2).sum()) > MAX_JOINT_CANDIDATES
     if innermost:
         # too many: REGF-level orders by one choice of innermost loop only
         n1 = _order_counts(sp, m1, True)
@@ -1101,14 +1101,6 @@ def _masks(counts: np.ndarray) -> np.ndarray:
 def _order_counts(sp: _Space, masks: np.ndarray, innermost: bool = False) -> np.ndarray:
     uniq, inv = np.unique(masks, return_inverse=True)
     return np.array([len(sp.mask_orders(int(m), innermost)) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
-
-
-def _innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
-    looping = [j for j in range(nd) if counts[j] > 1]
-    still = [j for j in range(nd) if counts[j] <= 1]
-    if not looping:
-        return np.arange(nd)[None, :]
-    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
 
 
 def _primes(n: int) -> list[int]:

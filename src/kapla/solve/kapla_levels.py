@@ -41,12 +41,10 @@ from kapla.model.feed import FROM_DRAM, Feed
 from kapla.model.objective import Objective, better, objective_of
 from kapla.solve.base import IntraResult, no_scheme
 from kapla.solve.frames import Blockings, FrameEvaluator, frames, order_classes, split_rows
+from kapla.solve.space import MAX_JOINT_CANDIDATES, innermost_orders
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
-#: Candidates per batch of the top two levels' joint search; beyond it only
-#: one innermost loop per choice is tried at the level below the top.
-MAX_JOINT = 60_000
 
 
 @dataclass
@@ -114,7 +112,7 @@ def _canonical(ev: FrameEvaluator) -> Blockings:
 
 def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndarray, n: int,
                orders_here: list[np.ndarray], top_orders: list[np.ndarray] | None = None
-               ) -> tuple[Blockings, np.ndarray, np.ndarray]:
+               ) -> tuple[Blockings, np.ndarray]:
     """Candidates extending ``states`` (``src`` picks the state of each factor row)
     with loop counts ``taken`` at ``level`` and the rest at the top; each factor
     row tried under each of its ``orders_here`` (and ``top_orders``)."""
@@ -150,16 +148,7 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
                     ords[lvl].append(ident)
     found = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
                       tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
-    return found, left, unit
-
-
-def _innermost_orders(counts: np.ndarray) -> np.ndarray:
-    """One order per choice of innermost looping dim (the others in dims order)."""
-    looping = [j for j in range(ND) if counts[j] > 1]
-    still = [j for j in range(ND) if counts[j] <= 1]
-    if not looping:
-        return np.arange(ND, dtype=np.int64)[None, :]
-    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
+    return found, left
 
 
 def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: int):
@@ -178,7 +167,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
     states = [_State(u, [], [], rest // u) for u in units]
     if n > 1:
         lefts = rest[None, :] // units
-        b, _, _ = _blockings(states, 0, lefts, np.arange(len(states)), n, [_innermost_orders(x) for x in lefts])
+        b, _ = _blockings(states, 0, lefts, np.arange(len(states)), n, [innermost_orders(x, ND) for x in lefts])
         # the block one level up holds everything left: its own buffers are judged later
         costs = ev.costs(b, rules=False)
         evaluated += len(b)
@@ -197,7 +186,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
         src, taken = src[ok], taken[ok]
         if len(src) == 0:
             return None, evaluated
-        b, left, _ = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
+        b, left = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
         costs = ev.costs(b, rules=False)
         evaluated += len(b)
         order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * 4]
@@ -214,14 +203,12 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
         states = nxt
 
     # ---- the top two levels together (the top alone on a one-level chip), with the feed
-    best: tuple[tuple[float, float], LayerScheme] | None = None
     level = max(n - 2, 0)
     if n == 1:
         src = np.arange(len(states))
         taken = np.stack([s.left for s in states])
-        b, _, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
-        best = _pick(ev, b, objective, feed, best)
-        return best, evaluated + len(b)
+        b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
+        return _pick(ev, b, objective, feed), evaluated + len(b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
     unit_rows = np.stack([states[s].unit for s in src])
     counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
@@ -232,25 +219,21 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
     left = np.stack([states[s].left for s in src]) // taken
     here = list(order_classes(layer, taken))
     tops = list(order_classes(layer, left))
-    if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT:
-        here = [_innermost_orders(t) for t in taken]
-    b, _, _ = _blockings(states, level, taken, src, n, here, tops)
+    if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT_CANDIDATES:
+        here = [innermost_orders(t, ND) for t in taken]
+    b, _ = _blockings(states, level, taken, src, n, here, tops)
     evaluated += len(b)
-    best = _pick(ev, b, objective, feed, best)
-    return best, evaluated
+    return _pick(ev, b, objective, feed), evaluated
 
 
-def _pick(ev: FrameEvaluator, b: Blockings, objective: Objective, feed: Feed | None, best):
-    """The best valid candidate of ``b`` if it beats ``best``."""
+def _pick(ev: FrameEvaluator, b: Blockings, objective: Objective, feed: Feed | None):
+    """The best valid candidate of ``b`` with its key, or None."""
     costs = ev.costs(b, feed)
     value = costs.value(objective)
     i = objective.argbest(value, costs.total)
     if not math.isfinite(value[i]):
-        return best
-    key = (float(value[i]), float(costs.total[i]))
-    if best is None or better(key, best[0]):
-        return key, ev.scheme(b, i)
-    return best
+        return None
+    return (float(value[i]), float(costs.total[i])), ev.scheme(b, i)
 
 
 __all__ = ["solve_any", "solve_levels"]

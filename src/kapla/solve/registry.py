@@ -85,11 +85,28 @@ def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[Ne
     for key in options:
         if key not in known:
             raise KaplaError(f"solver '{name}' has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
+    for key, value in options.items():
+        _check_option(name, key, value, strategy if key in strategy.options else intra)
     try:
         return (strategy.make(**{k: v for k, v in options.items() if k in strategy.options}),
                 intra.make(**{k: v for k, v in options.items() if k in intra.options}))
     except (TypeError, ValueError) as exc:
         raise KaplaError(f"solver '{name}': {exc}") from None
+
+
+def _check_option(solver: str, key: str, value: Any, entry: Entry) -> None:
+    """Options are counts (a whole number, at least 1; the ``refine`` counts may be 0)
+    or budgets (positive seconds, or None), as the factory's default says."""
+    default = inspect.signature(entry.make).parameters[key].default
+    if isinstance(default, int) and not isinstance(default, bool):
+        least = 0 if key.startswith("refine") else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise KaplaError(f"solver '{solver}': option '{key}' must be a whole number of at least {least} "
+                             f"(got {value!r})")
+    elif default is None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise KaplaError(f"solver '{solver}': option '{key}' must be a positive number of seconds "
+                             f"(got {value!r})")
 
 
 register_intra("kapla", "KAPLA's bottom-up cost descent (Sec. IV-C): skeletons ranked by an estimate, "

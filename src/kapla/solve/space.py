@@ -253,6 +253,21 @@ def coverage_ok(scheme: LayerScheme) -> bool:
     return bool(coverage(from_schemes([scheme])).ok[0])
 
 
+#: Candidates one joint search of two levels' splits and orders may cost; beyond
+#: it the lower level's orders are thinned to one per choice of innermost loop.
+MAX_JOINT_CANDIDATES = 60_000
+
+
+def innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
+    """One loop order per choice of innermost looping dim (the other looping dims
+    in column order, the dims that do not loop outermost), as column permutations."""
+    looping = [j for j in range(nd) if counts[j] > 1]
+    still = [j for j in range(nd) if counts[j] <= 1]
+    if not looping:
+        return np.arange(nd, dtype=np.int64)[None, :]
+    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
+
+
 def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """One loop order (outermost first) per class of orders that cost the same.
 
