@@ -10,9 +10,9 @@ import pytest
 import kapla
 from kapla.arch import list_presets, load_arch, parse_arch
 from kapla.model import evaluate
-from kapla.solve.kapla_intra import KaplaIntraSolver
-from kapla.workload.layer import Layer, Op
-from kapla.workload.network import NetworkBuilder
+from kapla.workload.onnx_import import load_onnx
+from kapla.workload.zoo import get_network
+from tests.workload.onnx_models import mobilenet_v2, resnet18
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ARCHS = list_presets() + [str(EXAMPLES / "four_level.yaml")]
@@ -54,34 +54,31 @@ def test_a_small_layer_leaves_nodes_idle():
     assert nodes < 256
 
 
-def _resnet18_like():
-    """ResNet-18 / MobileNetV2 layer shapes (torchvision), batch 1: the 7x7/2 stem on a
-    224x224 input, a 3x3 basic-block conv, an inverted-residual expansion and its
-    depthwise 3x3/2."""
-    b = NetworkBuilder("resnet18_like", 1)
-    b.input("data", 3, 224)
-    b.conv("conv1", "data", 64, 7, stride=2, pad=3)
-    b.pool("pool1", "conv1", 3, stride=2, pad=1)
-    b.conv("layer1", "pool1", 64, 3, pad=1)
-    b.conv("expand", "layer1", 144, 1)
-    b.depthwise("dw", "expand", 3, stride=2, pad=1)
-    return b.build()
-
-
-def test_eyeriss_processes_strips_of_a_large_plane():
-    net = _resnet18_like()
+@pytest.mark.parametrize("model", [resnet18, mobilenet_v2], ids=lambda f: f.__name__)
+def test_torchvision_exports_schedule_on_a_single_eyeriss(model, tmp_path):
+    """torchvision's ResNet-18 and MobileNetV2 (their ONNX graphs, batch 1): a
+    single-node Eyeriss cannot hold a whole padded 230x230 input plane of the
+    stem, so its row-stationary mapping processes strips of rows."""
+    net = load_onnx(model(tmp_path))
     result = kapla.schedule(net, "eyeriss", jobs=1)
     _check(result, net)
+    if model is resnet18:
+        stem = result.layers[0].scheme
+        rows = dict(stem.unit).get("Y", 1) * stem.levels[0].factor("Y")  # output rows the GBUF holds at once
+        assert rows < stem.layer.yo  # one strip of output rows at a time, not the plane
 
 
-def test_a_systolic_array_with_small_registers_splits_the_filter():
+def test_alexnet_on_a_systolic_array_with_small_registers():
+    """AlexNet on a 16x16 systolic array whose 144 B registers cannot keep conv1's
+    whole 11x11 filter (242 B) in a PE: the filter is split over time instead."""
     arch = load_arch("edge").with_level("REGF", capacity=144)
-    conv1 = Layer("conv1_a", Op.CONV, c=3, k=48, h=227, w=227, s=11, r=11, stride=(4, 4))
-    result = KaplaIntraSolver().solve(conv1, 1, arch)
-    assert result.cost.valid and evaluate(result.scheme, arch).valid
-    # the whole 11x11 filter no longer sits in one PE
-    unit = dict(result.scheme.unit)
+    net = get_network("alexnet", 1)
+    result = kapla.schedule(net, arch, jobs=1)
+    _check(result, net)
+    unit = dict(result.layer("conv1_a").scheme.unit)
     assert unit.get("S", 1) * unit.get("R", 1) < 121
+    for lr in result.layers:
+        assert evaluate(lr.scheme, arch).valid
 
 
 def test_a_schedule_missing_a_layer_is_not_valid():

@@ -3,56 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import numpy_helper
 
 from kapla.errors import NetworkError, SpecError, UnsupportedOpError
 from kapla.workload.load import load_network
 from kapla.workload.network import Network, NetworkBuilder
 from kapla.workload.onnx_import import SUPPORTED_OPS, load_onnx
 from kapla.workload.stats import network_stats
-
-
-class Model:
-    """Collects nodes and initializers of a test model; each node's output tensor is ``t_<name>``."""
-
-    def __init__(self) -> None:
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.inputs: list[onnx.ValueInfoProto] = []
-
-    def input(self, name: str, *shape: int | str) -> str:
-        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
-        return name
-
-    def const(self, name: str, *shape: int, dtype=np.float32) -> str:
-        # Zeros are enough: the importer reads shapes, never values.
-        self.inits.append(numpy_helper.from_array(np.zeros(shape, dtype), name))
-        return name
-
-    def node(self, op: str, name: str, inputs: list[str], **attrs) -> str:
-        out = f"t_{name or len(self.nodes)}"
-        if any(out in n.output for n in self.nodes):  # duplicate node names still need SSA tensors
-            out += f"_{len(self.nodes)}"
-        self.nodes.append(helper.make_node(op, inputs, [out], name=name or None, **attrs))
-        return out
-
-    def conv(self, name: str, x: str, c: int, k: int, kernel: int, group: int = 1, **attrs) -> str:
-        w = self.const(f"{name}.w", k, c // group, kernel, kernel)
-        b = self.const(f"{name}.b", k)
-        return self.node("Conv", name, [x, w, b], group=group, **attrs)
-
-    def save(self, tmp_path, out: str, filename: str = "model.onnx"):
-        graph = helper.make_graph(self.nodes, "g", self.inputs, [], self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        # The checker wants a typed graph output: take the type shape inference gives it.
-        inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
-        model.graph.output.extend(v for v in inferred if v.name == out)
-        onnx.checker.check_model(model)
-        path = tmp_path / filename
-        onnx.save(model, path)
-        return path
+from tests.workload.onnx_models import Model
 
 
 def assert_same(net: Network, ref: Network) -> None:
