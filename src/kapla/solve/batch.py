@@ -676,63 +676,26 @@ def _factor_combos(skel: Skeleton, arch: ArchSpec, chunk: int) -> Iterator[tuple
         begin = end
 
 
-class _OrderTable:
-    """The order classes (``space.distinct_orders``) of each set of looping dims, as column permutations."""
-
-    def __init__(self, skel: Skeleton, dims: tuple[str, ...]) -> None:
-        self.layer, self.dims = skel.layer, dims
-        self.perms: dict[int, np.ndarray] = {}
-
-    def get(self, mask: int) -> np.ndarray:
-        perms = self.perms.get(mask)
-        if perms is None:
-            looping = tuple(d for j, d in enumerate(self.dims) if mask >> j & 1)
-            orders = _space().distinct_orders(self.layer, looping)
-            perms = np.array([_perm(o, self.dims, "order") for o in orders], dtype=np.int64)
-            perms = self.perms[mask] = perms.reshape(len(orders), len(self.dims))
-        return perms
-
-
-def _mask(counts: np.ndarray) -> np.ndarray:
-    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
-
-
-def _classes(table: _OrderTable, masks: np.ndarray) -> np.ndarray:
-    uniq, inv = np.unique(masks, return_inverse=True)
-    return np.array([len(table.get(int(m))) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
-
-
 def _candidates(skel: Skeleton, arch: ArchSpec, chunk: int):
     """``_blockings``' candidates in its order, in chunks: (units, mids, tops) of
     distinct factor combinations, each candidate's combination (``rows``) and its
     regf and gbuf orders (column permutations of :func:`active_dims`)."""
     dims = active_dims(skel)
-    nd = len(dims)
     rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
-    table = _OrderTable(skel, dims)
+    space = _space()
+    table = space.class_table(skel.layer, dims)
     for units, mids in _factor_combos(skel, arch, max(1, chunk // 4)):
         tops = rest // (units * mids)
-        m1, m2 = _mask(mids), _mask(tops)
-        # Each factor combo takes every (regf order class, gbuf order class) pair,
-        # regf order major, as the nested loops of _blockings.
-        n1, n2 = (_classes(table, m) for m in (m1, m2))
-        per = n1 * n2
-        ends = np.cumsum(per)
+        m1, m2 = space.looping_mask(mids), space.looping_mask(tops)
+        # Each factor combo takes every (regf order class, gbuf order class) pair, regf order major.
+        n1, n2 = space.order_counts(table, m1), space.order_counts(table, m2)
+        ends = np.cumsum(n1 * n2)
         start = 0
         while start < len(units):
             base = int(ends[start - 1]) if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, base + chunk, side="right")))
-            cnt = per[start:stop]
-            rows = np.repeat(np.arange(stop - start), cnt)
-            within = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            i1, i2 = np.divmod(within, n2[start:stop][rows])
-            o1 = np.empty((len(rows), nd), dtype=np.int64)
-            o2 = np.empty((len(rows), nd), dtype=np.int64)
-            for masks, idx, out in ((m1[start:stop], i1, o1), (m2[start:stop], i2, o2)):
-                cand_masks = masks[rows]
-                for m in np.unique(masks):
-                    pick = cand_masks == m
-                    out[pick] = table.get(int(m))[idx[pick]]
+            part = slice(start, stop)
+            rows, (o1, o2) = space.order_product((table, table), (m1[part], m2[part]), (n1[part], n2[part]))
             yield units[start:stop], mids[start:stop], tops[start:stop], rows, o1, o2
             start = stop
 

@@ -18,7 +18,6 @@ the same (:func:`kapla.solve.space.distinct_orders`), as arrays.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +32,15 @@ from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
 from kapla.model.rules import fits, held_words, lists_coverage
-from kapla.solve.space import NodePartition, distinct_orders, sharing_options
+from kapla.solve.space import (
+    NodePartition,
+    class_table,
+    looping_mask,
+    order_counts,
+    order_perms,
+    order_product,
+    sharing_options,
+)
 from kapla.solve.unroll import Spatial, spatial_options
 from kapla.workload.layer import Layer
 
@@ -272,45 +279,25 @@ def factor_combos(ev: FrameEvaluator) -> tuple[np.ndarray, tuple[np.ndarray, ...
 
 def order_classes(layer: Layer, counts: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per row of loop counts ``(F, 8)``, one order per class of equivalent
-    orders of its looping dims, as ``(K, 8)`` permutations (dims that do not
-    loop outermost)."""
-    out = []
-    cache: dict[bytes, np.ndarray] = {}
-    for row in counts:
-        looping = row > 1
-        key = looping.tobytes()
-        if key not in cache:
-            on = tuple(DIMS[j] for j in range(ND) if looping[j])
-            still = [j for j in range(ND) if not looping[j]]
-            cache[key] = np.array([still + [DIM_INDEX[d] for d in o] for o in distinct_orders(layer, on)],
-                                  dtype=np.int64).reshape(-1, ND)
-        out.append(cache[key])
-    return tuple(out)
+    orders of its looping dims (:func:`kapla.solve.space.order_perms`)."""
+    return tuple(order_perms(layer, DIMS, int(m)) for m in looping_mask(counts))
 
 
 def blockings(ev: FrameEvaluator, chunk: int = 1 << 13) -> Iterator[Blockings]:
     """Every blocking of the frame that fits the buffers, one order per class
     at every level, in chunks of about ``chunk`` candidates."""
     unit, counts = factor_combos(ev)
-    layer = ev.frame.layer
-    per_level = [order_classes(layer, c) for c in counts]
+    table = class_table(ev.frame.layer, DIMS)
+    masks = [looping_mask(c) for c in counts]
+    n = [order_counts(table, m) for m in masks]
+    ends = np.cumsum(np.prod(np.stack(n), axis=0))
     start = 0
-    F = unit.shape[0]
-    while start < F:
-        rows: list[int] = []
-        orders: list[list[np.ndarray]] = [[] for _ in counts]
-        size = 0
-        stop = start
-        while stop < F and (size < chunk or stop == start):
-            classes = [per_level[lvl][stop] for lvl in range(len(counts))]
-            for combo in itertools.product(*(range(len(c)) for c in classes)):
-                rows.append(stop - start)
-                for lvl, k in enumerate(combo):
-                    orders[lvl].append(classes[lvl][k])
-            size = len(rows)
-            stop += 1
-        yield Blockings(unit[start:stop], tuple(c[start:stop] for c in counts), np.array(rows, dtype=np.int64),
-                        tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in orders))
+    while start < unit.shape[0]:
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + chunk, side="right")))
+        part = slice(start, stop)
+        rows, orders = order_product([table] * len(counts), [m[part] for m in masks], [c[part] for c in n])
+        yield Blockings(unit[part], tuple(c[part] for c in counts), rows, orders)
         start = stop
 
 

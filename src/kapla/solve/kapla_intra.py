@@ -76,10 +76,13 @@ from kapla.solve.space import (
     Blocking,
     Skeleton,
     build_scheme,
+    class_table,
     classic,
-    distinct_orders,
     divisors,
-    innermost_orders,
+    innermost_table,
+    looping_mask,
+    order_counts,
+    order_product,
     skeletons,
 )
 from kapla.workload.layer import Layer
@@ -662,41 +665,12 @@ class _Space:
     evaluated: int = 0
 
     def __post_init__(self) -> None:
-        kinds = tuple(sorted({r.kind for r in tensor_roles(self.skel.layer)}))
-        self._orders = _ORDERS.setdefault((kinds, self.dims), {})
-
-    def mask_orders(self, mask: int, innermost: bool = False) -> np.ndarray:
-        """:meth:`orders` (``innermost``: :func:`_innermost_orders`) of counts looping
-        over the dims of the bits of ``mask``."""
-        key = (mask, innermost)
-        perms = self._orders.get(key)
-        if perms is None:
-            looping = np.array([mask >> j & 1 for j in range(len(self.dims))], dtype=np.int64) + 1
-            perms = innermost_orders(looping, len(self.dims)) if innermost else self.orders(looping)
-            self._orders[key] = perms
-        return perms
-
-    def orders(self, counts: np.ndarray) -> np.ndarray:
-        """Every distinct loop order of the looping dims, as full column permutations
-        (dims of count 1 outermost)."""
-        looping = counts > 1
-        key = looping.tobytes()
-        perms = self._orders.get(key)
-        if perms is None:
-            on = tuple(d for d, flag in zip(self.dims, looping, strict=True) if flag)
-            still = [j for j, flag in enumerate(looping) if not flag]
-            col = {d: j for j, d in enumerate(self.dims)}
-            perms = np.array([still + [col[d] for d in o] for o in distinct_orders(self.skel.layer, on)],
-                             dtype=np.int64).reshape(-1, len(self.dims))
-            self._orders[key] = perms
-        return perms
+        self.classes = class_table(self.skel.layer, self.dims)
+        self.innermost = innermost_table(len(self.dims))
 
     def costs(self, units, mids, rows, o1, o2):
         self.evaluated += len(rows)
         return self.ev.costs(units, mids, None, o1, o2, self.objective, self.dims, rows, self.feed)
-
-
-_ORDERS: dict = {}
 
 
 def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None,
@@ -1064,7 +1038,6 @@ def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     order of both levels (None if no split fits), in the order of register
     blocks, splits, REGF-level order, GBUF-level order."""
     ev = sp.ev
-    nd = len(sp.dims)
     parts = [_splits(tuple(int(v) for v in sp.rest // u)) for u in units]
     A = np.concatenate(parts)
     U = np.repeat(units, [len(p) for p in parts], axis=0)
@@ -1073,34 +1046,15 @@ def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     if len(U) == 0:
         return None
     tops = sp.rest[None, :] // (U * A)
-    m1, m2 = _masks(A), _masks(tops)
-    n1, n2 = _order_counts(sp, m1), _order_counts(sp, m2)
-    innermost = int((n1 * n2).sum()) > MAX_JOINT_CANDIDATES
-    if innermost:
+    m1, m2 = looping_mask(A), looping_mask(tops)
+    n1, n2 = order_counts(sp.classes, m1), order_counts(sp.classes, m2)
+    first = sp.classes
+    if int((n1 * n2).sum()) > MAX_JOINT_CANDIDATES:
         # too many: REGF-level orders by one choice of innermost loop only
-        n1 = _order_counts(sp, m1, True)
-    per = n1 * n2
-    rows = np.repeat(np.arange(len(U)), per)
-    within = np.arange(len(rows)) - np.repeat(np.cumsum(per) - per, per)
-    i1, i2 = np.divmod(within, n2[rows])
-    o1 = np.empty((len(rows), nd), dtype=np.int64)
-    o2 = np.empty((len(rows), nd), dtype=np.int64)
-    for masks, idx, out, inner in ((m1, i1, o1, innermost), (m2, i2, o2, False)):
-        cand = masks[rows]
-        for m in np.unique(masks):
-            pick = cand == m
-            out[pick] = sp.mask_orders(int(m), inner)[idx[pick]]
+        first = sp.innermost
+        n1 = order_counts(first, m1)
+    rows, (o1, o2) = order_product((first, sp.classes), (m1, m2), (n1, n2))
     return _Search(U, A, tops, rows, o1, o2)
-
-
-def _masks(counts: np.ndarray) -> np.ndarray:
-    """The looping dims of each row of counts, as bits."""
-    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
-
-
-def _order_counts(sp: _Space, masks: np.ndarray, innermost: bool = False) -> np.ndarray:
-    uniq, inv = np.unique(masks, return_inverse=True)
-    return np.array([len(sp.mask_orders(int(m), innermost)) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
 
 
 def _primes(n: int) -> list[int]:

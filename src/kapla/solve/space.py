@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -276,7 +276,91 @@ def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...
     reloads less), depend on the order. Orders giving every tensor the same
     set and last loop are equivalent, so one of each class is enough.
     """
-    return _distinct_orders(tuple(sorted({r.kind for r in tensor_roles(layer)})), dims)
+    return _distinct_orders(_kinds(layer), dims)
+
+
+def order_perms(layer: Layer, dims: tuple[str, ...], looping: int) -> np.ndarray:
+    """:func:`distinct_orders` of the ``dims`` whose bit is set in ``looping``, as
+    ``(K, len(dims))`` permutations of the columns of ``dims`` (outermost first;
+    the dims that do not loop go outermost, in column order). Read-only: the
+    table is shared by every solver."""
+    return _order_perms(_kinds(layer), dims, looping)
+
+
+OrderTable = Callable[[int], np.ndarray]
+
+
+def class_table(layer: Layer, dims: tuple[str, ...]) -> OrderTable:
+    """:func:`order_perms` of ``layer`` over ``dims``, by looping mask."""
+    kinds = _kinds(layer)
+    return lambda looping: _order_perms(kinds, dims, looping)
+
+
+def innermost_table(nd: int) -> OrderTable:
+    """:func:`innermost_orders` of ``nd`` columns, by looping mask."""
+    return lambda looping: _innermost_perms(nd, looping)
+
+
+def order_counts(table: OrderTable, masks: np.ndarray) -> np.ndarray:
+    """How many orders ``table`` gives each looping mask of ``masks``."""
+    uniq, inv = np.unique(masks, return_inverse=True)
+    return np.array([len(table(int(m))) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
+
+
+def order_product(tables: Sequence[OrderTable], masks: Sequence[np.ndarray],
+                  counts: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Every row of loop counts (given per level by its looping ``masks``) under
+    every combination of one order per level from that level's table, the
+    first level's order varying slowest: ``(M,)`` the row of each candidate and,
+    per level, its ``(M, nd)`` order. ``counts``: :func:`order_counts` of each
+    level, when the caller has them."""
+    n = list(counts) if counts is not None else [order_counts(t, m) for t, m in zip(tables, masks, strict=True)]
+    per = np.prod(np.stack(n), axis=0) if n else np.ones(0, np.int64)
+    rows = np.repeat(np.arange(len(per)), per)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(per) - per, per)
+    index = []
+    for lvl in reversed(range(len(tables))):
+        size = n[lvl][rows]
+        index.append(within % size)
+        within = within // size
+    index.reverse()
+    out = []
+    for table, mask, idx in zip(tables, masks, index, strict=True):
+        nd = table(0).shape[1]
+        perms = np.empty((len(rows), nd), dtype=np.int64)
+        cand = mask[rows]
+        for m in np.unique(mask):
+            pick = cand == m
+            perms[pick] = table(int(m))[idx[pick]]
+        out.append(perms)
+    return rows, tuple(out)
+
+
+@cache
+def _innermost_perms(nd: int, looping: int) -> np.ndarray:
+    perms = innermost_orders(np.array([(looping >> j & 1) + 1 for j in range(nd)]), nd)
+    perms.flags.writeable = False
+    return perms
+
+
+def looping_mask(counts: np.ndarray) -> np.ndarray:
+    """Per row of loop counts ``(F, nd)``, the bit mask of its columns with a count above 1."""
+    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
+
+
+def _kinds(layer: Layer) -> tuple[Kind, ...]:
+    return tuple(sorted({r.kind for r in tensor_roles(layer)}))
+
+
+@cache
+def _order_perms(kinds: tuple[Kind, ...], dims: tuple[str, ...], looping: int) -> np.ndarray:
+    on = tuple(d for j, d in enumerate(dims) if looping >> j & 1)
+    still = [j for j in range(len(dims)) if not looping >> j & 1]
+    col = {d: j for j, d in enumerate(dims)}
+    orders = _distinct_orders(kinds, on)
+    perms = np.array([still + [col[d] for d in o] for o in orders], dtype=np.int64).reshape(len(orders), len(dims))
+    perms.flags.writeable = False
+    return perms
 
 
 @cache
