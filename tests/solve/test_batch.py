@@ -283,7 +283,7 @@ def test_blockings_that_leave_an_idle_iteration_are_rejected():
     """GoogLeNet inception_5a_pool_proj: 832 channels over 16 nodes; a register block
     of 7 channels on 8 PE rows makes node blocks of 56, and 16 x 56 overshoots 832
     by a whole block. The scalar check and the batch verdict must agree."""
-    from kapla.solve.batch import _candidates, active_dims, shared_evaluator
+    from kapla.solve.batch import BatchEvaluator, _candidates, active_dims
     from kapla.solve.space import build_scheme, coverage_ok, skeletons
     from kapla.workload.zoo import get_network
 
@@ -292,9 +292,9 @@ def test_blockings_that_leave_an_idle_iteration_are_rejected():
     skel = next(s for s in skeletons(layer, 64, arch)
                 if s.partition.factors == {"N": 4, "C": 16, "Y": 4} and not s.shr
                 and s.mapping.note.endswith("rows over C, columns over N"))
-    ev, dims = shared_evaluator(skel, arch), active_dims(skel)
+    ev, dims = BatchEvaluator(skel, arch), active_dims(skel)
     verdicts = []
-    for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, 4096):
+    for units, mids, tops, rows, o1, o2 in _candidates(ev, 4096):
         res = ev._costs(dims, units, mids, tops, rows, o1, o2, "energy")
         for i in range(0, len(res), 37):
             verdicts.append((bool(res.valid[i]), coverage_ok(build_scheme(skel, res.blocking(i)))))

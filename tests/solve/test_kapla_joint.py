@@ -40,7 +40,7 @@ def _spaces(layer, arch, count, objective="energy", feed=None, skels=None):
     """The blocking searches of ``count`` skeletons spread over the layer's skeletons."""
     skels = K._skeletons(layer, 4, arch) if skels is None else skels
     picks = [skels[i] for i in np.linspace(0, len(skels) - 1, min(count, len(skels))).astype(int)]
-    cache: dict = {}
+    cache = K._Run()
     spaces = [K._space(s, arch, objective, feed, cache) for s in dict.fromkeys(picks)]
     return [sp for sp in spaces if sp is not None and sp.dims and len(K._feasible_units(sp))]
 

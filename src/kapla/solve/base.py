@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import ClassVar
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.errors import KaplaError
-from kapla.model.evaluate import Feed, LayerCost
+from kapla.model.evaluate import LayerCost
+from kapla.model.feed import FROM_DRAM, Feed
 from kapla.workload.layer import Layer
 
 OBJECTIVES = ("energy", "latency", "edp")
@@ -28,19 +30,52 @@ class IntraResult:
     seconds: float
 
 
-class IntraSolver(Protocol):
-    """Finds a scheme for one layer on a block of nodes (``arch``), minimising ``objective``.
+@dataclass(frozen=True)
+class Problem:
+    """One layer solve: the layer, its batch, the hardware block it runs on
+    (``arch``, already cut to its region of nodes), what to minimise, and the
+    ``feed`` saying which data stay on chip when it runs inside a segment."""
 
-    ``feed`` (default: everything through DRAM) says which data stay on chip
-    when the layer runs inside a segment; the scheme returned must satisfy its
-    constraints (a forwarded input or pinned weights fetched once, an output
-    kept on chip never spilled) and is costed with it.
+    layer: Layer
+    batch: int
+    arch: ArchSpec
+    objective: str = "energy"
+    feed: Feed = FROM_DRAM
+    ifm_name: str | None = None  # the input tensor's name in the directives
+
+    def __post_init__(self) -> None:
+        check_objective(self.objective)
+        if self.feed is None:
+            object.__setattr__(self, "feed", FROM_DRAM)
+
+    @property
+    def fed(self) -> Feed | None:
+        """The feed, or None when everything goes through DRAM (the plain, faster path)."""
+        return None if self.feed == FROM_DRAM else self.feed
+
+    @property
+    def key(self) -> Problem:
+        """The problem without the layer's identity: equal keys need equal schemes."""
+        return replace(self, layer=shape_key(self.layer), ifm_name=None)
+
+
+class IntraSolver(ABC):
+    """Finds a scheme for one layer (a :class:`Problem`), minimising its objective.
+
+    The scheme returned satisfies the problem's feed (a forwarded input or
+    pinned weights fetched once, an output kept on chip never spilled) and is
+    costed with it; NoSchemeError says why there is none.
     """
 
-    name: str
+    name: ClassVar[str]
 
     def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult: ...
+              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
+        """:meth:`run` on the problem these arguments make."""
+        return self.run(Problem(layer, batch, arch, objective, FROM_DRAM if feed is None else feed, ifm_name))
+
+    @abstractmethod
+    def run(self, problem: Problem) -> IntraResult: ...
 
 
 def shape_key(layer: Layer) -> Layer:

@@ -56,6 +56,7 @@ __all__ = [
     "BatchEvaluator",
     "BatchResult",
     "BestBlocking",
+    "Evaluators",
     "active_dims",
     "batch_costs",
     "enumerate_and_cost",
@@ -568,19 +569,18 @@ def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> 
         return perms
 
 
-_EVALUATORS: dict[tuple, BatchEvaluator] = {}
+class Evaluators:
+    """The batch evaluators of one solver run, one per (skeleton, hardware) pair
+    (building one works out the skeleton's blocks, so a run builds each once)."""
 
+    def __init__(self) -> None:
+        self._built: dict[tuple[Skeleton, ArchSpec], BatchEvaluator] = {}
 
-def shared_evaluator(skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
-    """The batch evaluator of ``skel`` on ``arch``, built once per pair (a
-    bounded cache: building one works out the skeleton's blocks)."""
-    key = (skel, arch)
-    ev = _EVALUATORS.get(key)
-    if ev is None:
-        if len(_EVALUATORS) >= 512:
-            _EVALUATORS.clear()
-        ev = _EVALUATORS[key] = BatchEvaluator(skel, arch)
-    return ev
+    def __call__(self, skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
+        ev = self._built.get((skel, arch))
+        if ev is None:
+            ev = self._built[(skel, arch)] = BatchEvaluator(skel, arch)
+        return ev
 
 
 def _as_feed(feed: Feed | None) -> Feed | None:
@@ -616,8 +616,8 @@ def batch_costs(skel: Skeleton, arch: ArchSpec, units, mids, tops=None, regf_ord
     chip spilled) are marked in ``valid`` and get objective ``inf``; their
     other numbers are what the traffic would cost.
     """
-    return shared_evaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows,
-                                              feed)
+    return BatchEvaluator(skel, arch).costs(units, mids, tops, regf_orders, gbuf_orders, objective, dims, rows,
+                                            feed)
 
 
 # ------------------------------------------------------------- enumeration
@@ -642,9 +642,9 @@ def _divisor_lists(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return counts, table[np.repeat(inv.reshape(-1), counts), within]
 
 
-def _factor_combos(skel: Skeleton, arch: ArchSpec, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Capacity-feasible (units, mids) of ``skel``, in ``_blockings``' order, in chunks."""
-    ev = shared_evaluator(skel, arch)
+def _factor_combos(ev: BatchEvaluator, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Capacity-feasible (units, mids) of ``ev``'s skeleton, in ``_blockings``' order, in chunks."""
+    skel = ev.skel
     dims = active_dims(skel)
     nd = len(dims)
     rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
@@ -676,15 +676,16 @@ def _factor_combos(skel: Skeleton, arch: ArchSpec, chunk: int) -> Iterator[tuple
         begin = end
 
 
-def _candidates(skel: Skeleton, arch: ArchSpec, chunk: int):
+def _candidates(ev: BatchEvaluator, chunk: int):
     """``_blockings``' candidates in its order, in chunks: (units, mids, tops) of
     distinct factor combinations, each candidate's combination (``rows``) and its
     regf and gbuf orders (column permutations of :func:`active_dims`)."""
+    skel = ev.skel
     dims = active_dims(skel)
     rest = np.array([skel.rest[d] for d in dims], dtype=np.int64)
     space = _space()
     table = space.class_table(skel.layer, dims)
-    for units, mids in _factor_combos(skel, arch, max(1, chunk // 4)):
+    for units, mids in _factor_combos(ev, max(1, chunk // 4)):
         tops = rest // (units * mids)
         m1, m2 = space.looping_mask(mids), space.looping_mask(tops)
         # Each factor combo takes every (regf order class, gbuf order class) pair, regf order major.
@@ -705,12 +706,13 @@ def enumerate_blockings(skel: Skeleton, arch: ArchSpec, chunk: int = _DEFAULT_CH
     ``(units, mids, tops, regf_orders, gbuf_orders)`` array chunks of about
     ``chunk`` candidates (the arguments of :func:`batch_costs`, orders as
     column permutations of :func:`active_dims`)."""
-    for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
+    for units, mids, tops, rows, o1, o2 in _candidates(BatchEvaluator(skel, arch), chunk):
         yield units[rows], mids[rows], tops[rows], o1, o2
 
 
 def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy",
-                       chunk: int = _DEFAULT_CHUNK, feed: Feed | None = None) -> BestBlocking:
+                       chunk: int = _DEFAULT_CHUNK, feed: Feed | None = None,
+                       evaluators: Evaluators | None = None) -> BestBlocking:
     """The best blocking of ``skel`` over the exhaustive solver's candidates
     (:func:`enumerate_blockings`), ties going to the first in its order.
 
@@ -719,11 +721,11 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
     then equals ``evaluated``)."""
     objective_of(objective)
     feed = _as_feed(feed)
-    ev = shared_evaluator(skel, arch)
+    ev = (evaluators or Evaluators())(skel, arch)
     dims = active_dims(skel)
     best = BestBlocking(None, math.inf, 0)
     evaluated = rejected = 0
-    for units, mids, tops, rows, o1, o2 in _candidates(skel, arch, chunk):
+    for units, mids, tops, rows, o1, o2 in _candidates(ev, chunk):
         res = ev._costs(dims, units, mids, tops, rows, o1, o2, objective, feed)
         evaluated += len(res)
         if res.ok is not None:

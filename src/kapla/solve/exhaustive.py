@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
@@ -38,7 +37,7 @@ from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
 from kapla.model.hardware import channel_distance
 from kapla.model.objective import objective_of
 from kapla.model.rules import scheme_buffer_words
-from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
+from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Problem, no_scheme
 from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.frames import FrameEvaluator, blockings, frames
 from kapla.solve.space import (
@@ -122,27 +121,30 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
     return energy if objective == "energy" else energy * trips
 
 
-class ExhaustiveIntraSolver:
-    """The reference optimum over the whole intra-layer space (slow by design)."""
+class ExhaustiveIntraSolver(IntraSolver):
+    """The reference optimum over the whole intra-layer space (slow by design).
+
+    A solver remembers the layers it solved (by shape, hardware, objective and
+    feed) for as long as it lives: one network run solves each shape once."""
 
     name = "exhaustive"
 
     def __init__(self, time_budget: float | None = None) -> None:
         self.time_budget = time_budget
+        self._solved: dict[Problem, tuple] = {}
 
-    def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
-        check_objective(objective)
-        feed = FROM_DRAM if feed is None else feed
-        scheme, cost, evaluated, seconds = _solve_cached(layer, batch, arch, objective, self.time_budget, feed)
+    def run(self, problem: Problem) -> IntraResult:
+        key = problem.key
+        if key not in self._solved:
+            self._solved[key] = _solve(key, self.time_budget)
+        scheme, cost, evaluated, seconds = self._solved[key]
+        layer, batch, arch, feed = problem.layer, problem.batch, problem.arch, problem.feed
         if scheme is None:
             if evaluated and feed != FROM_DRAM:
                 raise feed_unmet(layer, batch, arch, feed, evaluated)
             raise no_scheme(layer, batch, arch)
-        if ifm_name is not None:
-            scheme = LayerScheme(scheme.layer, scheme.batch, scheme.unit, scheme.levels, ifm_name=ifm_name)
-            cost = evaluate(scheme, arch, feed)
-        return IntraResult(scheme, cost, evaluated, seconds)
+        scheme = LayerScheme(layer, batch, scheme.unit, scheme.levels, ifm_name=problem.ifm_name)
+        return IntraResult(scheme, evaluate(scheme, arch, feed), evaluated, seconds)
 
 
 def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: int) -> NoSchemeError:
@@ -155,9 +157,8 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
         "run it with its data through DRAM or give it more buffer")
 
 
-@lru_cache(maxsize=4096)
-def _solve_cached(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
-                  feed: Feed = FROM_DRAM):
+def _solve(problem: Problem, budget: float | None):
+    layer, batch, arch, objective, feed = problem.layer, problem.batch, problem.arch, problem.objective, problem.feed
     if not classic(arch):
         return _solve_frames(layer, batch, arch, objective, budget, feed)
     found = _solve_classic(layer, batch, arch, objective, budget, feed)

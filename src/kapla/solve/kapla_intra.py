@@ -59,15 +59,15 @@ from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_role
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
 from kapla.model.objective import objective_of
-from kapla.solve.base import IntraResult, NoSchemeError, check_objective, no_scheme
+from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Problem, no_scheme
 from kapla.solve.batch import (
     BatchEvaluator,
+    Evaluators,
     blocking_of,
     joint_costs,
     joint_coverage,
     joint_scores,
     shared_capacity_words,
-    shared_evaluator,
 )
 from kapla.solve.kapla_levels import solve_any
 from kapla.solve.space import (
@@ -88,7 +88,17 @@ from kapla.solve.space import (
 from kapla.workload.layer import Layer
 
 
-class KaplaIntraSolver:
+@dataclass
+class _Run:
+    """What one solve works out once and its skeletons share: their batch
+    evaluators, and searches already done (register blocks per mapping and
+    remainder, GBUF-level searches)."""
+
+    evaluators: Evaluators = field(default_factory=Evaluators)
+    searches: dict = field(default_factory=dict)
+
+
+class KaplaIntraSolver(IntraSolver):
     """KAPLA's fast intra-layer solver: skeletons ranked by an estimate, the
     best ``top`` of them searched level by level, ``units`` register blocks
     per skeleton carried to the GBUF level."""
@@ -101,16 +111,15 @@ class KaplaIntraSolver:
         self.refine = refine
         self.refine_regf = refine_regf
 
-    def solve(self, layer: Layer, batch: int, arch: ArchSpec, objective: str = "energy",
-              ifm_name: str | None = None, feed: Feed | None = None) -> IntraResult:
-        check_objective(objective)
+    def run(self, problem: Problem) -> IntraResult:
+        layer, batch, arch, objective = problem.layer, problem.batch, problem.arch, problem.objective
         if not classic(arch):
-            return solve_any(layer, batch, arch, objective, ifm_name, feed)
+            return solve_any(layer, batch, arch, objective, problem.ifm_name, problem.feed)
         try:
-            return self._solve_classic(layer, batch, arch, objective, ifm_name, feed)
+            return self._solve_classic(layer, batch, arch, objective, problem.ifm_name, problem.feed)
         except NoSchemeError:
             # nothing fits the classic space (whole rows or filters too large): strips and partial filters
-            return solve_any(layer, batch, arch, objective, ifm_name, feed)
+            return solve_any(layer, batch, arch, objective, problem.ifm_name, problem.feed)
 
     def _solve_classic(self, layer: Layer, batch: int, arch: ArchSpec, objective: str,
                        ifm_name: str | None, feed: Feed | None) -> IntraResult:
@@ -119,14 +128,14 @@ class KaplaIntraSolver:
         skels = _skeletons(layer, batch, arch)
         if not skels:
             raise no_scheme(layer, batch, arch)
-        cache: dict = {}  # this run's register blocks per mapping and remainder
+        cache = _Run()
         ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf, cache)
         evaluated = 0
         found: list[tuple[tuple[float, float], int, Skeleton, Blocking]] = []
         # the best-ranked skeletons descend side by side (each GBUF-level search of
         # a round costed in one pass); each descent is the one it would be alone
         heads = ranked[: self.top]
-        results = _descend_all([(skel, blocks.get(id(skel))) for skel in heads], arch, objective, feed,
+        results = _descend_all([(skel, blocks.get(skel)) for skel in heads], arch, objective, feed,
                                self.units, cache)
         for i, (skel, res) in enumerate(zip(heads, results, strict=True)):
             evaluated += res[2]
@@ -166,7 +175,7 @@ def rank_skeletons(skels: list[Skeleton], arch: ArchSpec, refine: int = 0, refin
     return _rank(skels, arch, refine, refine_regf)[0]
 
 
-def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, cache: dict | None = None):
+def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, cache: _Run | None = None):
     """:func:`rank_skeletons`, and the register blocks of the refined
     skeletons with their estimates (by ``id`` of the skeleton) for the descent
     (``cache``: the solver run's, see :class:`_Space`)."""
@@ -174,7 +183,7 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, 
     on_chip, dram = _estimate_parts(arr, arch)
     values = on_chip + dram
     order = [int(i) for i in np.argsort(values, kind="stable")]
-    blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    blocks: dict[Skeleton, tuple[np.ndarray, np.ndarray]] = {}
     if refine and len(arch.levels) == 3:
         head = order[:refine]
         if refine_regf:
@@ -192,12 +201,12 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, 
 _ROWS_PER_CALL = 2048  # register blocks per _dram_estimates call (bounds its memory)
 
 
-def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndarray, cache: dict | None = None):
+def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndarray, cache: _Run | None = None):
     """Each skeleton's best register block estimate (:func:`_unit_estimates`),
     and every skeleton's feasible blocks with their estimates. A skeleton
     with nothing left to block keeps its ``first`` estimate."""
     out = np.array(first, dtype=float)
-    cache = {} if cache is None else cache
+    cache = _Run() if cache is None else cache
     found = []  # (skeleton index, its space, its blocks)
     for i, skel in enumerate(skels):
         sp = _space(skel, arch, "energy", None, cache)
@@ -208,7 +217,7 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
             out[i] = math.inf
             continue
         found.append((i, sp, units))
-    blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    blocks: dict[Skeleton, tuple[np.ndarray, np.ndarray]] = {}
     if not found:
         return out, blocks
     on_array = _on_array_costs_many([(sp, units) for _, sp, units in found])
@@ -223,20 +232,20 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
         value = cost + extra[a:a + len(units)]
         a += len(units)
         out[i] = value.min()
-        blocks[id(skels[i])] = (units, value)
+        blocks[skels[i]] = (units, value)
     return out, blocks
 
 
 def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None,
-           cache: dict | None = None) -> _Space | None:
+           cache: _Run | None = None) -> _Space | None:
     """The blocking search of ``skel``, or None where the batch evaluator does not model the hardware."""
     try:
-        ev = shared_evaluator(skel, arch)
+        ev = (cache or _Run()).evaluators(skel, arch)
     except ValueError:
         return None
     dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
     return _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed,
-                  cache={} if cache is None else cache)
+                  cache=_Run() if cache is None else cache)
 
 
 def estimates(skels: list[Skeleton], arch: ArchSpec) -> np.ndarray:
@@ -296,6 +305,8 @@ def _arrays(skels: list[Skeleton], arch: ArchSpec) -> _Arrays:
     dist_cache: dict = {}
     cols = []
     for s in skels:
+        # by identity: skeletons share their partition and mapping objects (alive
+        # in ``skels`` throughout), and hashing them by value costs a tenth of a solve
         key = (id(s.partition), id(s.mapping), s.remaining)
         row = rows.get(key)
         if row is None:
@@ -661,7 +672,7 @@ class _Space:
     rest: np.ndarray
     objective: str
     feed: Feed | None
-    cache: dict = field(default_factory=dict)  # the solver run's (shared by its skeletons)
+    cache: _Run = field(default_factory=lambda: _Run())  # the solver run's (shared by its skeletons)
     evaluated: int = 0
 
     def __post_init__(self) -> None:
@@ -674,7 +685,7 @@ class _Space:
 
 
 def _descend(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int, known=None,
-             cache: dict | None = None):
+             cache: _Run | None = None):
     """Bottom-up search of one skeleton: (best blocking or None, its (objective, energy), candidates costed).
     ``known``: its feasible register blocks with their estimates, if the ranking made them."""
     return _descend_all([(skel, known)], arch, objective, feed, n_units, cache)[0]
@@ -684,12 +695,12 @@ _JOINT_ROWS = 1 << 17  # candidates per joint GBUF-level pass (bounds its memory
 
 
 def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_units: int,
-                 cache: dict | None = None) -> list:
+                 cache: _Run | None = None) -> list:
     """:func:`_descend` of each ``(skeleton, known)``, the descents run side by
     side: each round's GBUF-level searches of all of them are costed together
     (:func:`kapla.solve.batch.joint_scores`), every descent taking the steps it
     would take alone."""
-    cache = {} if cache is None else cache
+    cache = _Run() if cache is None else cache
     out: list = [None] * len(items)
     live = []  # (item index, its space, its descent, what to send it next)
     for k, (skel, known) in enumerate(items):
@@ -802,7 +813,7 @@ def _feasible_units(sp: _Space) -> np.ndarray:
     (once per mapping unit and remainder in a solver run: sharing does not change them)."""
     ev = sp.ev
     key = ("units", sp.dims, sp.rest.tobytes(), ev.mu.tobytes())
-    units = sp.cache.get(key)
+    units = sp.cache.searches.get(key)
     if units is not None:
         return units
     units = np.ones((1, len(sp.dims)), dtype=np.int64)
@@ -812,7 +823,7 @@ def _feasible_units(sp: _Space) -> np.ndarray:
         grown[:, j] = np.tile(divs, len(units))
         fits = ev.buffer_words(ev.unit_tile(sp.dims, grown), 0) <= ev.regf_cap
         units = grown[fits]
-    sp.cache[key] = units
+    sp.cache.searches[key] = units
     return units
 
 
@@ -929,7 +940,7 @@ def _coverable_many(items: list[tuple[_Space, np.ndarray]]) -> list[np.ndarray]:
         ev = sp.ev
         key = ("coverable", ev.stacks0, ev.stacks1, ev.inner, ev.mu.tobytes(), sp.dims, sp.rest.tobytes(),
                units.tobytes())
-        hit = sp.cache.get(key)
+        hit = sp.cache.searches.get(key)
         if hit is not None:
             out[i] = hit
         else:
@@ -950,7 +961,7 @@ def _coverable_many(items: list[tuple[_Space, np.ndarray]]) -> list[np.ndarray]:
             n = len(units)
             res = ok[at:at + n] | ok[at + n:at + 2 * n]
             at += 2 * n
-            sp.cache[key] = res
+            sp.cache.searches[key] = res
             for i in where:
                 out[i] = res
     return out

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import partial
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -21,7 +22,7 @@ from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment, output_words
-from kapla.solve.base import IntraSolver, NoSchemeError, shape_key
+from kapla.solve.base import IntraSolver, NoSchemeError, Problem, shape_key
 from kapla.solve.inter import InterScheme, feed_of, placements
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -35,6 +36,23 @@ def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | 
         top = levels[-1]
         levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
     return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
+
+
+@dataclass(frozen=True)
+class LayerKey:
+    """What a layer's scheme in a segment depends on (the cache key of a layer solve)."""
+
+    layer: Layer  # its shape (:func:`shape_key`)
+    batch: int  # one batch group
+    region: tuple[int, int]  # rows x columns of nodes
+    feed: Feed  # where its data come from and go to (hop distances left out)
+    reserve: tuple[tuple[str, int], ...]  # buffer words per node that are not its own, by tensor
+
+    def problem(self, arch: ArchSpec, objective: str) -> Problem | None:
+        """The layer solve on a block of the region's shape with the buffer the
+        reserve leaves (None: none left)."""
+        local = with_node_reserve(arch.with_node_region(*self.region), dict(self.reserve))
+        return None if local is None else Problem(self.layer, self.batch, local, objective, self.feed)
 
 
 @dataclass
@@ -76,19 +94,19 @@ class SegmentSolver:
             if inter in self.cache:
                 continue
             for place in placements(self.net, self.arch, inter).values():
-                key, feed = self._key(inter, place)
+                key = self._key(inter, place)
                 if key not in self.layer_cache and key not in jobs:
-                    jobs[key] = self._job(key, feed)
+                    jobs[key] = key.problem(self.arch, self.objective)
+        solve = partial(_solve_layer, self.solver)
         if self.pool is not None and len(jobs) > 1:
-            for key, scheme in zip(jobs, self.pool.map(_solve_layer, jobs.values()), strict=True):
+            for key, scheme in zip(jobs, self.pool.map(solve, jobs.values()), strict=True):
                 self.layer_cache[key] = scheme
         else:
-            for key, job in jobs.items():
-                self.layer_cache[key] = _solve_layer(job)
+            for key, problem in jobs.items():
+                self.layer_cache[key] = solve(problem)
 
-    def _key(self, inter: InterScheme, place: LayerPlacement) -> tuple[tuple, Feed | None]:
-        """What a layer's scheme depends on: (shape, batch group, region shape,
-        data source/destination, buffer words not its own), and the feed to solve it for."""
+    def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
+        """What the layer's scheme depends on in this segment."""
         layer = self.net[place.layer]
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
@@ -105,32 +123,23 @@ class SegmentSolver:
         # then costed with the true distances.
         canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
                          pinned=feed.pinned)
-        key = (shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
-        return key, None if canonical == Feed() else canonical
-
-    def _job(self, key: tuple, feed: Feed | None) -> tuple:
-        """A layer solve: on a block of the key's shape with the buffer it leaves (None: none left)."""
-        _, _, (rows, cols), _, reserve = key
-        local = with_node_reserve(self.arch.with_node_region(rows, cols), dict(reserve))
-        return self.solver, key, local, self.objective, feed
+        return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
     def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
         layer = self.net[place.layer]
-        key, feed = self._key(inter, place)
+        key = self._key(inter, place)
         if key not in self.layer_cache:
-            self.layer_cache[key] = _solve_layer(self._job(key, feed))
+            self.layer_cache[key] = _solve_layer(self.solver, key.problem(self.arch, self.objective))
         generic = self.layer_cache[key]
         if generic is None:
             return None
         return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
 
 
-def _solve_layer(job) -> LayerScheme | None:
-    solver, key, local, objective, feed = job
-    if local is None:  # no buffer left for the layer's own blocks
+def _solve_layer(solver: IntraSolver, problem: Problem | None) -> LayerScheme | None:
+    if problem is None:  # no buffer left for the layer's own blocks
         return None
     try:
-        kwargs = {} if feed is None else {"feed": feed}  # outside a segment: the solvers' own default
-        return solver.solve(key[0], key[1], local, objective, **kwargs).scheme
+        return solver.run(problem).scheme
     except NoSchemeError:
         return None
