@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from kapla.dataflow.mapping import fold, pe_mappings
+from kapla.dataflow.mapping import PeMapping, fold, pe_mappings
 from kapla.errors import ArchError
 from kapla.workload.zoo import get_network
 
@@ -48,5 +48,25 @@ def test_systolic_puts_channels_on_rows_and_filters_on_columns():
 
 
 def test_unknown_template():
-    with pytest.raises(ArchError, match="no PE mapping template 'magic'"):
+    with pytest.raises(ArchError, match="unknown PE mapping template 'magic'"):
         pe_mappings("magic", ALEXNET["fc1"], {"N": 1, **ALEXNET["fc1"].loops}, (8, 8))
+
+
+def _one_pe(layer, extents, pe_array):
+    return [PeMapping("one_pe", (), ())]
+
+
+def test_a_template_is_one_registry_entry(monkeypatch):
+    """A template registered once (name, description, where its function lives)
+    is known to hardware specs and maps layers; a path that does not import is
+    an error naming it."""
+    from kapla.arch import mapping
+    from kapla.arch.mapping import PeMappingTemplate, pe_mapping_names, register_pe_mapping
+
+    monkeypatch.setattr(mapping, "_REGISTRY", dict(mapping._REGISTRY))  # leave the real one as it was
+    register_pe_mapping(PeMappingTemplate("one_pe", "everything in one PE", f"{__name__}:_one_pe"), replace=True)
+    assert "one_pe" in pe_mapping_names()
+    assert pe_mappings("one_pe", ALEXNET["fc1"], {}, (8, 8)) == [PeMapping("one_pe", (), ())]
+    register_pe_mapping(PeMappingTemplate("broken", "nowhere", f"{__name__}:_missing"), replace=True)
+    with pytest.raises(ArchError, match="PE mapping function .*_missing' cannot be imported"):
+        pe_mappings("broken", ALEXNET["fc1"], {}, (8, 8))

@@ -3,16 +3,21 @@
 A template turns the loop extents a node must cover into the innermost
 directives: the unit block one PE holds, the stacks that spread work over
 the PE array, and any temporal loops the pattern fixes innermost. Everything
-above is left to loop blocking. Each template is one module registering a
-function under the name the hardware spec uses (``pe_mapping``), so another
-template is one more module.
+above is left to loop blocking. Each template is one module with one
+function, named by the template's entry in the registry of
+:mod:`kapla.arch.mapping`, so another template is one more module and one
+registry entry.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from typing import cast
 
+from kapla.arch.mapping import get_pe_mapping
 from kapla.dataflow.directives import Loop, Stack
 from kapla.errors import ArchError
 from kapla.workload.layer import Layer
@@ -48,24 +53,22 @@ def covered_extents(unit: Iterable[tuple[str, int]], stacks: Iterable[Stack], in
 
 
 MappingFn = Callable[[Layer, Mapping[str, int], tuple[int, int]], list[PeMapping]]
-_TEMPLATES: dict[str, MappingFn] = {}
-
-
-def register(name: str) -> Callable[[MappingFn], MappingFn]:
-    def deco(fn: MappingFn) -> MappingFn:
-        _TEMPLATES[name] = fn
-        return fn
-    return deco
 
 
 def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
                 pe_array: tuple[int, int]) -> list[PeMapping]:
     """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``."""
+    return _mapping_fn(get_pe_mapping(template).mapping)(layer, extents, pe_array)
+
+
+@cache
+def _mapping_fn(path: str) -> MappingFn:
+    module, _, name = path.partition(":")
     try:
-        fn = _TEMPLATES[template]
-    except KeyError:
-        raise ArchError(f"no PE mapping template {template!r} (known: {', '.join(sorted(_TEMPLATES))})") from None
-    return fn(layer, extents, pe_array)
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise ArchError(f"PE mapping function {path!r} cannot be imported") from None
+    return cast(MappingFn, fn)
 
 
 def relaxed(mapping: PeMapping) -> list[PeMapping]:
@@ -86,7 +89,4 @@ def fold(extent: int, units: int) -> tuple[int, int]:
     folds = -(-extent // units)
     return -(-extent // folds), folds
 
-
-from kapla.dataflow.mapping import row_stationary, systolic  # noqa: E402,F401  (registration)
-
-__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "register", "relaxed"]
+__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "relaxed"]

@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kapla.dataflow.directives import Loop, Stack
-from kapla.dataflow.mapping import PeMapping, fold, register
+from kapla.dataflow.mapping import PeMapping, fold
 from kapla.workload.layer import Layer
 
 
-@register("row_stationary")
 def row_stationary(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int, int]) -> list[PeMapping]:
     rows, cols = pe_array
     s_rows, s_folds = fold(extents["S"], rows)

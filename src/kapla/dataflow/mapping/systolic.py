@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kapla.dataflow.directives import Stack
-from kapla.dataflow.mapping import PeMapping, fold, register
+from kapla.dataflow.mapping import PeMapping, fold
 from kapla.workload.layer import Layer
 
 
-@register("systolic")
 def systolic(layer: Layer, extents: Mapping[str, int], pe_array: tuple[int, int]) -> list[PeMapping]:
     rows, cols = pe_array
     down = "C" if extents["C"] > 1 else "G"
