@@ -117,11 +117,11 @@ def test_a_middle_buffer_too_small_is_named():
 @pytest.mark.parametrize("name", sorted(HIERARCHIES))
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 def test_kapla_descent_is_valid_and_near_the_brute_force_optimum(name, layer):
-    from kapla.model.objective import ENERGY
+    from kapla.solve.base import Problem
     from kapla.solve.kapla_levels import solve_levels
 
     arch = HIERARCHIES[name]
-    scheme, evaluated = solve_levels(layer, 2, arch, ENERGY, None)
+    scheme, evaluated = solve_levels(Problem(layer, 2, arch))
     cost = evaluate(scheme, arch)
     assert cost.valid and evaluated > 0
     value, _ = brute_force(layer, 2, arch)

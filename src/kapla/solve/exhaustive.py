@@ -35,11 +35,10 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
 from kapla.model.hardware import channel_distance
-from kapla.model.objective import objective_of
 from kapla.model.rules import scheme_buffer_words
 from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Problem, no_scheme
 from kapla.solve.batch import enumerate_and_cost
-from kapla.solve.frames import FrameEvaluator, blockings, frames
+from kapla.solve.layer_space import Found, LayerSpace
 from kapla.solve.space import (
     BLOCK_DIMS,
     Blocking,
@@ -160,11 +159,11 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
 def _solve(problem: Problem, budget: float | None):
     layer, batch, arch, objective, feed = problem.layer, problem.batch, problem.arch, problem.objective, problem.feed
     if not classic(arch):
-        return _solve_frames(layer, batch, arch, objective, budget, feed)
+        return _solve_frames(problem, budget)
     found = _solve_classic(layer, batch, arch, objective, budget, feed)
     if found[0] is None and not found[2]:
         # nothing fits the classic space (whole rows or filters too large): strips and partial filters
-        return _solve_frames(layer, batch, arch, objective, budget, feed)
+        return _solve_frames(problem, budget)
     return found
 
 
@@ -190,28 +189,24 @@ def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, bud
     return scheme, evaluate(scheme, arch, feed), evaluated, time.perf_counter() - start
 
 
-def _solve_frames(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None, feed: Feed):
+def _solve_frames(problem: Problem, budget: float | None):
     """Any memory hierarchy: every frame, every blocking that fits the buffers,
-    one loop order per class at every level (:mod:`kapla.solve.frames`)."""
+    one loop order per class at every level (:class:`~kapla.solve.layer_space.LayerSpace`)."""
     start = time.perf_counter()
-    obj = objective_of(objective)
-    fed = None if feed == FROM_DRAM else feed
-    best: tuple[tuple[float, float], LayerScheme] | None = None
+    space = LayerSpace(problem)
+    best: Found | None = None
     evaluated = 0
-    for frame in frames(layer, batch, arch):
+    for frame in range(len(space)):
         if budget is not None and time.perf_counter() - start > budget:
             break
-        ev = FrameEvaluator(frame, arch)
-        for chunk in blockings(ev):
-            costs = ev.costs(chunk, fed)
+        for chunk in space.blockings(frame):
+            found, _ = space.best(frame, chunk)
             evaluated += len(chunk)
-            i = costs.best(obj)
-            key = (float(costs.value(obj)[i]), float(costs.total[i]))
-            if math.isfinite(key[0]) and (best is None or key < best[0]):
-                best = (key, ev.scheme(chunk, i))
+            if found is not None and (best is None or found.key < best.key):
+                best = found
     if best is None:
         return None, None, evaluated, time.perf_counter() - start
-    return best[1], evaluate(best[1], arch, feed), evaluated, time.perf_counter() - start
+    return best.scheme, evaluate(best.scheme, problem.arch, problem.feed), evaluated, time.perf_counter() - start
 
 
 def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tuple[float, float]:

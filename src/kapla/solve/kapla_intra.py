@@ -114,12 +114,12 @@ class KaplaIntraSolver(IntraSolver):
     def run(self, problem: Problem) -> IntraResult:
         layer, batch, arch, objective = problem.layer, problem.batch, problem.arch, problem.objective
         if not classic(arch):
-            return solve_any(layer, batch, arch, objective, problem.ifm_name, problem.feed)
+            return solve_any(problem)
         try:
             return self._solve_classic(layer, batch, arch, objective, problem.ifm_name, problem.feed)
         except NoSchemeError:
             # nothing fits the classic space (whole rows or filters too large): strips and partial filters
-            return solve_any(layer, batch, arch, objective, problem.ifm_name, problem.feed)
+            return solve_any(problem)
 
     def _solve_classic(self, layer: Layer, batch: int, arch: ArchSpec, objective: str,
                        ifm_name: str | None, feed: Feed | None) -> IntraResult:

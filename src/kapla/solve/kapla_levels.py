@@ -27,22 +27,19 @@ and checked against every buffer before they can win.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
-from kapla.model.feed import FROM_DRAM, Feed
-from kapla.model.objective import Objective, better, objective_of
-from kapla.solve.base import IntraResult, no_scheme
-from kapla.solve.frames import Blockings, FrameEvaluator, frames, order_classes, split_rows
+from kapla.model.objective import better
+from kapla.solve.base import IntraResult, Problem, no_scheme
+from kapla.solve.frames import Blockings, FrameEvaluator, order_classes, split_rows
+from kapla.solve.layer_space import Found, LayerSpace
 from kapla.solve.space import MAX_JOINT_CANDIDATES, innermost_orders
-from kapla.workload.layer import Layer
 
 ND = len(DIMS)
 
@@ -57,39 +54,36 @@ class _State:
     left: np.ndarray  # (8,) what the levels above must still cover
 
 
-def solve_levels(layer: Layer, batch: int, arch: ArchSpec, objective: Objective, feed: Feed | None,
-                 top: int = 4, beam: int = 3) -> tuple[LayerScheme | None, int]:
+def solve_levels(problem: Problem, top: int = 4, beam: int = 3) -> tuple[LayerScheme | None, int]:
     """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
-    candidates = frames(layer, batch, arch)
-    if not candidates:
+    space = LayerSpace(problem)
+    if not len(space):
         return None, 0
-    evaluators = [FrameEvaluator(f, arch) for f in candidates]
+    evaluators = [space.evaluator(i) for i in range(len(space))]
     ranked, evaluated = _rank(evaluators)
-    best: tuple[tuple[float, float], LayerScheme] | None = None
+    best: Found | None = None
     for n, i in enumerate(ranked):
         if n >= top and best is not None:
             break
-        found, count = _descend(evaluators[i], objective, feed, beam)
+        found, count = _descend(space, i, beam)
         evaluated += count
-        if found is not None and (best is None or better(found[0], best[0])):
+        if found is not None and (best is None or better(found.key, best.key)):
             best = found
-    return (best[1] if best else None), evaluated
+    return (best.scheme if best else None), evaluated
 
 
-def solve_any(layer: Layer, batch: int, arch: ArchSpec, objective: str, ifm_name: str | None,
-              feed: Feed | None) -> IntraResult:
+def solve_any(problem: Problem) -> IntraResult:
     """:func:`solve_levels` as an intra-layer solver's result (NoSchemeError if nothing is valid)."""
     start = time.perf_counter()
-    fed = None if feed is None or feed == FROM_DRAM else feed
-    scheme, evaluated = solve_levels(layer, batch, arch, objective_of(objective), fed)
+    scheme, evaluated = solve_levels(problem)
+    layer, batch, arch = problem.layer, problem.batch, problem.arch
     if scheme is None:
-        if fed is not None and evaluated:
+        if problem.fed is not None and evaluated:
             from kapla.solve.exhaustive import feed_unmet
 
-            raise feed_unmet(layer, batch, arch, fed, evaluated)
+            raise feed_unmet(layer, batch, arch, problem.feed, evaluated)
         raise no_scheme(layer, batch, arch)
-    scheme = LayerScheme(scheme.layer, scheme.batch, scheme.unit, scheme.levels, ifm_name=ifm_name)
-    cost = evaluate(scheme, arch, feed or FROM_DRAM)
+    cost = evaluate(scheme, arch, problem.feed)
     return IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start)
 
 
@@ -151,7 +145,9 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
     return found, left
 
 
-def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: int):
+def _descend(space: LayerSpace, index: int, beam: int) -> tuple[Found | None, int]:
+    ev = space.evaluator(index)
+    objective = space.objective
     frame = ev.frame
     n = ev.levels
     layer = frame.layer
@@ -208,7 +204,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
         src = np.arange(len(states))
         taken = np.stack([s.left for s in states])
         b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
-        return _pick(ev, b, objective, feed), evaluated + len(b)
+        return space.best(index, b)[0], evaluated + len(b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
     unit_rows = np.stack([states[s].unit for s in src])
     counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
@@ -223,17 +219,7 @@ def _descend(ev: FrameEvaluator, objective: Objective, feed: Feed | None, beam: 
         here = [innermost_orders(t, ND) for t in taken]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     evaluated += len(b)
-    return _pick(ev, b, objective, feed), evaluated
-
-
-def _pick(ev: FrameEvaluator, b: Blockings, objective: Objective, feed: Feed | None):
-    """The best valid candidate of ``b`` with its key, or None."""
-    costs = ev.costs(b, feed)
-    value = costs.value(objective)
-    i = objective.argbest(value, costs.total)
-    if not math.isfinite(value[i]):
-        return None
-    return (float(value[i]), float(costs.total[i])), ev.scheme(b, i)
+    return space.best(index, b)[0], evaluated
 
 
 __all__ = ["solve_any", "solve_levels"]
