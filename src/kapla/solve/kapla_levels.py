@@ -27,6 +27,7 @@ and checked against every buffer before they can win.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass
 
@@ -54,18 +55,20 @@ class _State:
     left: np.ndarray  # (8,) what the levels above must still cover
 
 
-def solve_levels(problem: Problem, top: int = 4, beam: int = 3) -> tuple[LayerScheme | None, int]:
+def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16) -> tuple[LayerScheme | None, int]:
     """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
     space = LayerSpace(problem)
     if not len(space):
         return None, 0
-    evaluators = [space.evaluator(i) for i in range(len(space))]
-    ranked, evaluated = _rank(evaluators)
+    ranked, evaluated = _rank(space, top, refine, beam)
     best: Found | None = None
-    for n, i in enumerate(ranked):
-        if n >= top and best is not None:
+    for i, states in ranked:
+        if states is None and best is not None:
             break
-        found, count = _descend(space, i, beam)
+        if states is None:  # past the frames ranked best, and nothing valid yet
+            states, _, count = _register_blocks(space, i, beam)
+            evaluated += count
+        found, count = _descend(space, i, states, beam)
         evaluated += count
         if found is not None and (best is None or better(found.key, best.key)):
             best = found
@@ -87,13 +90,29 @@ def solve_any(problem: Problem) -> IntraResult:
     return IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start)
 
 
-def _rank(evaluators: list[FrameEvaluator]) -> tuple[list[int], int]:
-    """Frames by the energy of their canonical blocking (smallest blocks, the rest at the top)."""
+def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tuple[int, list[_State] | None]], int]:
+    """The frames to descend, in order, each with its best register blocks, and
+    the candidates costed. Frames are ranked by the energy of their canonical
+    blocking (smallest blocks, the rest at the top); the first ``refine`` are
+    re-ranked by their best register block's energy. The best ``top`` of either
+    ranking are descended; the others follow (blocks None), for when none of
+    those has a valid scheme."""
     values = []
-    for ev in evaluators:
-        b = _canonical(ev)
-        values.append(float(ev.costs(b, rules=False).total[0]))
-    return sorted(range(len(evaluators)), key=lambda i: values[i]), len(evaluators)
+    for i in range(len(space)):
+        ev = space.evaluator(i)
+        values.append(float(ev.costs(_canonical(ev), rules=False).total[0]))
+    order = sorted(range(len(space)), key=lambda i: values[i])
+    evaluated = len(space)
+    blocks: dict[int, list[_State]] = {}
+    refined = []
+    for i in order[:refine]:
+        blocks[i], energy, count = _register_blocks(space, i, beam)
+        evaluated += count
+        refined.append((energy, i))
+    refined.sort()
+    first = list(dict.fromkeys([i for _, i in refined[:top]] + order[:top]))
+    rest = [i for i in order if i not in set(first)]
+    return [(i, blocks[i]) for i in first] + [(i, None) for i in rest], evaluated
 
 
 def _canonical(ev: FrameEvaluator) -> Blockings:
@@ -145,32 +164,41 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
     return found, left
 
 
-def _descend(space: LayerSpace, index: int, beam: int) -> tuple[Found | None, int]:
+def _register_blocks(space: LayerSpace, index: int, beam: int) -> tuple[list[_State], float, int]:
+    """The frame's best ``beam`` register blocks (every block that fits level 0
+    and leaves room above, costed with everything else one level up under each
+    innermost loop there), the least energy among them (inf: none fits), and
+    the candidates costed."""
+    ev = space.evaluator(index)
+    rest = np.array(ev.frame.rest, dtype=np.int64)
+    _, units = split_rows(rest[None, :], ev.frame.dims)
+    units = units[ev.fits_above(0, units, ())]
+    if len(units) == 0:
+        return [], math.inf, 0
+    states = [_State(u, [], [], rest // u) for u in units]
+    if ev.levels == 1:
+        return states, 0.0, 0
+    lefts = rest[None, :] // units
+    b, _ = _blockings(states, 0, lefts, np.arange(len(states)), ev.levels, [innermost_orders(x, ND) for x in lefts])
+    # the block one level up holds everything left: its own buffers are judged later
+    costs = ev.costs(b, rules=False)
+    energy = np.full(len(states), np.inf)
+    np.minimum.at(energy, b.rows, costs.total)
+    keep = np.argsort(energy, kind="stable")[:beam]
+    return [states[i] for i in keep], float(energy[keep[0]]), len(b)
+
+
+def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> tuple[Found | None, int]:
+    """The frame's best blocking grown from its register blocks ``states``, and the candidates costed."""
     ev = space.evaluator(index)
     objective = space.objective
     frame = ev.frame
     n = ev.levels
     layer = frame.layer
     dims = frame.dims
-    rest = np.array(frame.rest, dtype=np.int64)
     evaluated = 0
-
-    # ---- the register block: everything else one level up, each innermost loop there
-    src, units = split_rows(rest[None, :], dims)
-    units = units[ev.fits_above(0, units, ())]  # blocks that fit, and leave room for every level above
-    if len(units) == 0:
+    if not states:
         return None, evaluated
-    states = [_State(u, [], [], rest // u) for u in units]
-    if n > 1:
-        lefts = rest[None, :] // units
-        b, _ = _blockings(states, 0, lefts, np.arange(len(states)), n, [innermost_orders(x, ND) for x in lefts])
-        # the block one level up holds everything left: its own buffers are judged later
-        costs = ev.costs(b, rules=False)
-        evaluated += len(b)
-        energy = np.full(len(states), np.inf)
-        np.minimum.at(energy, b.rows, costs.total)
-        keep = np.argsort(energy, kind="stable")[:beam]
-        states = [states[i] for i in keep]
 
     # ---- middle levels, one at a time, the rest at the top
     for level in range(0, n - 2):
