@@ -1,6 +1,6 @@
 """Energy, time and validity of many loop nests at once: the cost model.
 
-Cost conventions (DESIGN.md, as the nn_dataflow simulator):
+Cost conventions (those of the nn_dataflow simulator; docs/cost-model.md):
 
 * energy = MAC energy x operations + per level, reads and writes of each
   tensor x that level's energy per word of it + bus words x bus energy +

@@ -45,6 +45,7 @@ from kapla.solve.unroll import Spatial, spatial_options
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
+CHUNK = 1 << 13  # candidates per model call: large enough to amortise numpy, small enough to stay in cache
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def order_classes(layer: Layer, counts: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(order_perms(layer, DIMS, int(m)) for m in looping_mask(counts))
 
 
-def blockings(ev: FrameEvaluator, chunk: int = 1 << 13) -> Iterator[Blockings]:
+def blockings(ev: FrameEvaluator, chunk: int = CHUNK) -> Iterator[Blockings]:
     """Every blocking of the frame that fits the buffers, one order per class
     at every level, in chunks of about ``chunk`` candidates."""
     unit, counts = factor_combos(ev)

@@ -291,6 +291,8 @@ class _Arrays:
         return _Arrays(self.layer, self.full, shr={k: v[idx] for k, v in self.shr.items()}, **rows)
 
 
+_UNIT_ROUNDS = 4  # rounds of moving to a neighbouring register block while the GBUF-level search improves
+_UNFIT_PENALTY = 4  # a skeleton no analytic blocking fits ranks behind every one that fits, by this factor
 _ROW_FIELDS = ("rest", "mu", "s0", "in0", "s1", "dist", "nodes", "pes", "trips")
 _IDX = {d: i for i, d in enumerate(DIMS)}
 _SPLITS = (0.0, 1 / 3, 2 / 3, 1.0)  # loop counts tried per dim: 1, about the cube root, its square, all
@@ -626,7 +628,7 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
     # a skeleton none of whose analytic blockings fits still gets ranked (last)
     finite = np.isfinite(best)
     if not finite.all():
-        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * 4 + 1.0)
+        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * _UNFIT_PENALTY + 1.0)
     return best
 
 
@@ -763,7 +765,7 @@ def _descent(sp: _Space, n_units: int, known=None):
     best = (None, _NONE)
     tried: set[tuple[int, ...]] = set()
     frontier = [tuple(int(v) for v in u) for u in chosen]
-    for _ in range(4):
+    for _ in range(_UNIT_ROUNDS):
         frontier = [u for u in dict.fromkeys(frontier) if u not in tried]
         if not frontier:
             break

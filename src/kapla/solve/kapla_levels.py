@@ -43,6 +43,7 @@ from kapla.solve.layer_space import Found, LayerSpace
 from kapla.solve.space import MAX_JOINT_CANDIDATES, innermost_orders
 
 ND = len(DIMS)
+_ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
 
 
 @dataclass
@@ -213,7 +214,7 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> 
         b, left = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
         costs = ev.costs(b, rules=False)
         evaluated += len(b)
-        order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * 4]
+        order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * _ROWS_PER_STATE]
         nxt, seen = [], set()
         for i in order:
             f = b.rows[i]

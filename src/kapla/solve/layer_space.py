@@ -29,10 +29,10 @@ from kapla.dataflow.tensors import DIMS
 from kapla.model.cost import Costs
 from kapla.model.objective import Objective, objective_of
 from kapla.solve.base import Problem
-from kapla.solve.frames import Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
+from kapla.solve.frames import CHUNK, Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
 from kapla.solve.space import class_table, looping_mask, order_counts, order_product
 
-CHUNK = 1 << 13  # candidates per model call: large enough to amortise numpy, small enough to stay in cache
+_ORDERS_PER_ROW = 8  # a rough count of order combinations per factor split, to size sampled chunks
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,9 @@ class LayerSpace:
         unit, counts = unit[keep], tuple(c[keep] for c in counts)
         table = class_table(ev.frame.layer, DIMS)
         masks = [looping_mask(c) for c in counts]
-        for start in range(0, unit.shape[0], max(1, chunk // 8)):
-            part = slice(start, start + max(1, chunk // 8))
+        rows_per_chunk = max(1, chunk // _ORDERS_PER_ROW)
+        for start in range(0, unit.shape[0], rows_per_chunk):
+            part = slice(start, start + rows_per_chunk)
             rows, orders = order_product([table] * len(counts), [m[part] for m in masks],
                                          [order_counts(table, m[part]) for m in masks])
             pick = rng.random(len(rows)) < p_orders

@@ -68,6 +68,8 @@ from kapla.workload.network import Network
 
 MAX_SEGMENT = 5  # layers per segment, as TANGRAM's and nn_dataflow's default
 
+MAX_DEFAULT_JOBS = 4  # worker processes by default: more rarely pays on one machine (layers are few and short)
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -276,7 +278,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     runs = [False] + ([True] if reserve is not None else [])
     best: _Best | None = None
     stats = PruneStats()
-    jobs = min(os.cpu_count() or 1, 4) if jobs is None else jobs
+    jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
     pool = ProcessPoolExecutor(jobs, initializer=_ignore_interrupts) if jobs > 1 else None
     try:
         for pinned in runs:

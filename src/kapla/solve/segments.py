@@ -94,6 +94,9 @@ def _outputs_ok(net: Network, members: list[str]) -> bool:
     return True
 
 
+MIN_REGION_UTILISATION = 0.5  # a stripe height leaving the regions less busy than this gives way to a thinner one
+
+
 def slot_ops(net: Network, slot: tuple[str, ...]) -> int:
     return sum(net[name].loop_ops for name in slot)
 
@@ -125,7 +128,7 @@ def allocate_regions(net: Network, slots: tuple[tuple[str, ...], ...],
         if min(share) < 1:
             continue
         utilisation = sum(ops) / (max(o / s for o, s in zip(ops, share, strict=True)) * sum(share))
-        if utilisation < 0.5 and rows > 1:
+        if utilisation < MIN_REGION_UTILISATION and rows > 1:
             continue
         placed = _place(share, rows, height, width)
         if placed is not None:
