@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import NamedTuple
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
@@ -120,6 +121,14 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
     return energy if objective == "energy" else energy * trips
 
 
+class _Solved(NamedTuple):
+    """One exhaustive search: the optimum (None: nothing valid), candidates costed, seconds."""
+
+    scheme: LayerScheme | None
+    evaluated: int
+    seconds: float
+
+
 class ExhaustiveIntraSolver(IntraSolver):
     """The reference optimum over the whole intra-layer space (slow by design).
 
@@ -130,13 +139,13 @@ class ExhaustiveIntraSolver(IntraSolver):
 
     def __init__(self, time_budget: float | None = None) -> None:
         self.time_budget = time_budget
-        self._solved: dict[Problem, tuple] = {}
+        self._solved: dict[Problem, _Solved] = {}
 
     def run(self, problem: Problem) -> IntraResult:
         key = problem.key
         if key not in self._solved:
             self._solved[key] = _solve(key, self.time_budget)
-        scheme, cost, evaluated, seconds = self._solved[key]
+        scheme, evaluated, seconds = self._solved[key]
         layer, batch, arch, feed = problem.layer, problem.batch, problem.arch, problem.feed
         if scheme is None:
             if evaluated and feed != FROM_DRAM:
@@ -156,18 +165,19 @@ def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: 
         "run it with its data through DRAM or give it more buffer")
 
 
-def _solve(problem: Problem, budget: float | None):
+def _solve(problem: Problem, budget: float | None) -> _Solved:
     layer, batch, arch, objective, feed = problem.layer, problem.batch, problem.arch, problem.objective, problem.feed
     if not classic(arch):
         return _solve_frames(problem, budget)
     found = _solve_classic(layer, batch, arch, objective, budget, feed)
-    if found[0] is None and not found[2]:
+    if found.scheme is None and not found.evaluated:
         # nothing fits the classic space (whole rows or filters too large): strips and partial filters
         return _solve_frames(problem, budget)
     return found
 
 
-def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None, feed: Feed):
+def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, budget: float | None,
+                   feed: Feed) -> _Solved:
     start = time.perf_counter()
     skels = sorted(((_bound_key(s, arch, objective, feed), s) for s in skeletons(layer, batch, arch)),
                    key=lambda pair: pair[0])
@@ -184,12 +194,11 @@ def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, bud
         if found.blocking is not None and (best is None or key < best[0]):
             best = (key, build_scheme(skel, found.blocking))
     if best is None:
-        return None, None, evaluated, time.perf_counter() - start
-    scheme = best[1]
-    return scheme, evaluate(scheme, arch, feed), evaluated, time.perf_counter() - start
+        return _Solved(None, evaluated, time.perf_counter() - start)
+    return _Solved(best[1], evaluated, time.perf_counter() - start)
 
 
-def _solve_frames(problem: Problem, budget: float | None):
+def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
     """Any memory hierarchy: every frame, every blocking that fits the buffers,
     one loop order per class at every level (:class:`~kapla.solve.layer_space.LayerSpace`)."""
     start = time.perf_counter()
@@ -205,8 +214,8 @@ def _solve_frames(problem: Problem, budget: float | None):
             if found is not None and (best is None or found.key < best.key):
                 best = found
     if best is None:
-        return None, None, evaluated, time.perf_counter() - start
-    return best.scheme, evaluate(best.scheme, problem.arch, problem.feed), evaluated, time.perf_counter() - start
+        return _Solved(None, evaluated, time.perf_counter() - start)
+    return _Solved(best.scheme, evaluated, time.perf_counter() - start)
 
 
 def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tuple[float, float]:
