@@ -153,8 +153,6 @@ def _plain_regf(arr, arch):
     S, nd = arr.rest.shape
     full, rest = arr.full, arr.rest
     cap = arch.levels[0].capacity // arch.word_bytes
-    systolic = arch.levels[0].same_level_transfer
-    e_gbuf, e_bus, e_regf = arch.levels[1].access_energy, arch.bus_energy, arch.levels[0].access_energy
     in_dims = [i for i in range(len(DIMS)) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
@@ -173,23 +171,13 @@ def _plain_regf(arr, arch):
         order_dims = [BLOCK_DIMS[j] for j in outer + inner] + [DIMS[i] for i in in_dims]
         tt = np.stack(order_counts, axis=2) if order_counts else np.ones((S, C, 0), dtype=np.int64)
         cum = np.cumprod(tt, axis=2)
-        gbuf, bus, regf = np.zeros((S, C)), np.zeros((S, C)), np.zeros((S, C))
+        energy = np.zeros((S, C))
         for r in roles:
             rel = np.array([d in RELEVANT[r.kind] for d in order_dims], dtype=bool)
-            reload = _reloads(tt, cum, rel)
-            group = fp_g[r.kind] * reload * r.copies * arr.nodes[:, None]
-            pe = fp_c[r.kind] * reload * r.copies * (arr.nodes * arr.pes)[:, None]
-            if r.written:
-                distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
-                group = 2 * group - fp_g[r.kind] * distinct * r.copies * arr.nodes[:, None]
-                pe = 2 * pe - fp_c[r.kind] * distinct * r.copies * (arr.nodes * arr.pes)[:, None]
-            gbuf += group
-            if systolic:
-                bus += group
-                regf += np.maximum(pe - group, 0)
-            else:
-                bus += pe
-        energy = np.where(words <= cap, gbuf * e_gbuf + bus * e_bus + regf * e_regf, np.inf)
+            distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
+            energy = energy + K.regf_role_energy(r, fp_g[r.kind], fp_c[r.kind], _reloads(tt, cum, rel), distinct,
+                                                 arr.nodes[:, None], (arr.nodes * arr.pes)[:, None], arch)
+        energy = np.where(words <= cap, energy, np.inf)
         best = np.minimum(best, energy.min(axis=1))
     return best
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
 from kapla.model.objective import objective_of
@@ -369,6 +369,25 @@ def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + arr.trips * arch.static_energy
 
 
+def regf_role_energy(role: TensorRole, fp_node: np.ndarray, fp_pe: np.ndarray, reload: np.ndarray,
+                     distinct: np.ndarray, nodes: np.ndarray, node_pes: np.ndarray, arch: ArchSpec) -> np.ndarray:
+    """On-chip energy of one tensor role below the GBUF, for the register-block
+    estimate: its node and PE blocks (``fp_node``, ``fp_pe`` words) fetched
+    ``reload`` times (written blocks: read back all but the ``distinct`` first
+    times); on a systolic array the GBUF feeds the array's edge and neighbours
+    pass the rest on, else every PE is fed over the bus."""
+    group = fp_node * reload * role.copies * nodes
+    pe = fp_pe * reload * role.copies * node_pes
+    if role.written:
+        group = 2 * group - fp_node * distinct * role.copies * nodes
+        pe = 2 * pe - fp_pe * distinct * role.copies * node_pes
+    if arch.levels[0].same_level_transfer:
+        bus, regf = group, np.maximum(pe - group, 0)
+    else:
+        bus, regf = pe, 0.0
+    return group * arch.levels[1].access_energy + bus * arch.bus_energy + regf * arch.levels[0].access_energy
+
+
 def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     """The cheapest array-bus and node-buffer traffic of a family of analytic
     REGF-level blockings, per skeleton (the :func:`_dram_estimates` family one
@@ -383,8 +402,6 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
     S, nd = arr.rest.shape
     full = arr.full
     cap = shared_capacity_words(arch, 0)
-    systolic = arch.levels[0].same_level_transfer
-    e_gbuf, e_bus, e_regf = arch.levels[1].access_energy, arch.bus_energy, arch.levels[0].access_energy
     in_dims = [i for i in range(len(DIMS)) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(arr.rest[:, j] > 1)]
@@ -400,25 +417,12 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         order_dims = [BLOCK_DIMS[j] for j in fam.outer + fam.inner] + [DIMS[i] for i in in_dims]
         cum = _running_products(order_counts)
         nodes, node_pes = row(arr.nodes), row(arr.nodes * arr.pes)
-        gbuf = np.zeros(fam.shape)
-        bus = np.zeros(fam.shape)
-        regf = np.zeros(fam.shape)
+        energy = np.zeros(fam.shape)
         for r in roles:
             rel = [d in RELEVANT[r.kind] for d in order_dims]
-            reload = _grid_reloads(order_counts, cum, rel)
-            group = fp_g[r.kind] * reload * r.copies * nodes
-            pe = fp_c[r.kind] * reload * r.copies * node_pes
-            if r.written:
-                distinct = _grid_product([c for c, flag in zip(order_counts, rel, strict=True) if flag])
-                group = 2 * group - fp_g[r.kind] * distinct * r.copies * nodes
-                pe = 2 * pe - fp_c[r.kind] * distinct * r.copies * node_pes
-            gbuf += group
-            if systolic:
-                bus += group
-                regf += np.maximum(pe - group, 0)
-            else:
-                bus += pe
-        energy = gbuf * e_gbuf + bus * e_bus + regf * e_regf
+            distinct = _grid_product([c for c, flag in zip(order_counts, rel, strict=True) if flag])
+            energy = energy + regf_role_energy(r, fp_g[r.kind], fp_c[r.kind], _grid_reloads(order_counts, cum, rel),
+                                               distinct, nodes, node_pes, arch)
         energy = np.where(words <= cap, energy, np.inf)
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
