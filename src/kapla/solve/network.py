@@ -49,7 +49,7 @@ from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC
 from kapla.model.objective import Objective, objective_of
 from kapla.model.segment import SegmentCost
-from kapla.solve.base import IntraSolver, no_scheme
+from kapla.solve.base import IntraSolver, NoSchemeError, no_scheme
 from kapla.solve.inter import (
     Estimate,
     InterScheme,
@@ -61,9 +61,11 @@ from kapla.solve.inter import (
     pin_reserve,
     weight_words,
 )
+from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
 from kapla.solve.result import LayerResult, ScheduleResult
 from kapla.solve.segment_solver import SegmentSolver
 from kapla.solve.segments import SegmentPlan, segment_plans
+from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
 MAX_SEGMENT = 5  # layers per segment, as TANGRAM's and nn_dataflow's default
@@ -240,7 +242,7 @@ class ExhaustiveStrategy:
         self.time_budget = time_budget
 
     def chains(self, search: Search) -> list[_Chain]:
-        net, arch, segsolver, schemes = search.net, search.arch, search.segsolver, search.schemes
+        net, segsolver, schemes = search.net, search.segsolver, self.schemes(search)
         options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
         for n, (i, j, inter) in enumerate(schemes):
             if self.time_budget is not None and time.perf_counter() - search.start > self.time_budget:
@@ -255,10 +257,43 @@ class ExhaustiveStrategy:
                 search.progress("solving segments", n + 1, len(schemes))
             if found is None:
                 if len(inter.layers) == 1:
-                    raise no_scheme(net[inter.layers[0]], net.batch, arch)
+                    raise self.unsolvable(net[inter.layers[0]], search)
                 continue
             options.setdefault(j, []).append((i, inter, search.key(found)))
         return _top_chains(search.order, options, 1)
+
+    def schemes(self, search: Search) -> list[tuple[int, int, InterScheme]]:
+        """The inter-layer schemes to solve, with the span of layers each covers."""
+        return search.schemes
+
+    def unsolvable(self, layer: Layer, search: Search) -> KaplaError:
+        """The error for a layer that has no scheme even alone."""
+        return no_scheme(layer, search.net.batch, search.arch)
+
+
+class RandomStrategy(ExhaustiveStrategy):
+    """Random search over the inter-layer space (KAPLA Sec. V-A, baseline R):
+    every way of slicing the network into segments stays, each inter-layer
+    scheme of a segment of two or more layers is solved with probability
+    ``p``, then the DP on true costs. Each layer alone is always solved (the
+    chain that always exists)."""
+
+    name = "random"
+
+    def __init__(self, p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None) -> None:
+        super().__init__(time_budget)
+        self.p = check_probability(p)
+        self.seed = check_seed(seed)
+
+    def schemes(self, search: Search) -> list[tuple[int, int, InterScheme]]:
+        rng = generator(self.seed, search.net.name, search.net.batch, search.order)
+        singles = set(search.singles)
+        draws = rng.random(len(search.schemes))
+        return [s for s, u in zip(search.schemes, draws, strict=True) if s[2] in singles or u < self.p]
+
+    def unsolvable(self, layer: Layer, search: Search) -> KaplaError:
+        return NoSchemeError(f"random search (p={self.p:g}, seed={self.seed}) found no valid scheme for layer "
+                             f"'{layer.name}' (batch {search.net.batch}); raise p (-O p=...)")
 
 
 def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: Objective | str = "energy", *,

@@ -21,7 +21,8 @@ from kapla.errors import KaplaError
 from kapla.solve.base import IntraSolver
 from kapla.solve.exhaustive import ExhaustiveIntraSolver
 from kapla.solve.kapla_intra import KaplaIntraSolver
-from kapla.solve.network import ExhaustiveStrategy, KaplaStrategy, NetworkStrategy
+from kapla.solve.network import ExhaustiveStrategy, KaplaStrategy, NetworkStrategy, RandomStrategy
+from kapla.solve.random_search import RandomIntraSolver
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def _check_option(solver: str, key: str, value: Any, entry: Entry) -> None:
     or budgets (positive seconds, or None), as the factory's default says."""
     default = inspect.signature(entry.make).parameters[key].default
     if isinstance(default, int) and not isinstance(default, bool):
-        least = 0 if key.startswith("refine") else 1
+        least = 0 if key.startswith("refine") or key == "seed" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise KaplaError(f"solver '{solver}': option '{key}' must be a whole number of at least {least} "
                              f"(got {value!r})")
@@ -117,9 +118,15 @@ register_strategy("kapla", "KAPLA's inter-layer search (Sec. IV-B): validity and
                   "over segment chains on calibrated estimates, the chains solved", KaplaStrategy)
 register_strategy("exhaustive", "every valid inter-layer scheme of every segment solved, then the DP on true "
                   "costs (the optimum of the space)", ExhaustiveStrategy)
+register_intra("random", "Timeloop-style random search: each partition, mapping, blocking and loop order "
+               "evaluated with probability p (seeded)", RandomIntraSolver)
+register_strategy("random", "every segment slicing, each inter-layer scheme of a multi-layer segment solved with "
+                  "probability p (seeded), then the DP on true costs", RandomStrategy)
 register_solver("kapla", "KAPLA: pruned inter-layer search + bottom-up intra-layer descent", "kapla", "kapla")
 register_solver("exhaustive", "the exhaustive baseline: every inter-layer scheme, exhaustive intra-layer search "
                 "(slow; bound it with --budget)", "exhaustive", "exhaustive")
+register_solver("random", "random search, the KAPLA paper's baseline R: every level of the space sampled with "
+                "probability p (option p, default 0.1; seed)", "random", "random")
 
 __all__ = ["Entry", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
            "register_solver", "register_strategy", "solver_names"]
