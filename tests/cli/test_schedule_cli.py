@@ -56,6 +56,7 @@ def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
     assert result.exit_code == 2
     assert re.match(r"error: layer 'conv1_a' does not fit: its smallest block needs \d+ B of REGF but REGF "
                     r"holds 4 B", result.output)
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
 
 
 def test_readme_python_example_runs():
