@@ -22,6 +22,14 @@ from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
 
+def resolve_network(network: Network | str | Path, batch: int | None = None, training: bool = False) -> Network:
+    """``network`` (a Network, zoo name or file) at ``batch`` (None: its own), as its training DAG if asked."""
+    if not isinstance(network, Network):
+        return load_network(str(network), batch=batch, training=training)
+    net = network.with_batch(batch) if batch is not None else network
+    return net.to_training() if training and not net.training else net
+
+
 def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multinode", *,
              batch: int | None = None, training: bool = False, solver: str = "kapla",
              solver_options: Mapping[str, Any] | None = None, objective: str = "energy", top_k: int = 4,
@@ -41,12 +49,7 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     4; 1 runs everything in this process); the result does not depend on it.
     """
     objective_of(objective)
-    if isinstance(network, Network):
-        net = network.with_batch(batch) if batch is not None else network
-        if training and not net.training:
-            net = net.to_training()
-    else:
-        net = load_network(str(network), batch=batch, training=training)
+    net = resolve_network(network, batch, training)
     hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch))
     if not pipelining:
         hw = hw.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)

@@ -7,6 +7,7 @@ import click
 from kapla import __version__
 from kapla.cli.arch_cmd import arch_cmd
 from kapla.cli.common import KaplaGroup
+from kapla.cli.compare_cmd import compare_cmd
 from kapla.cli.schedule_cmd import schedule_cmd
 from kapla.cli.solvers_cmd import solvers_cmd
 from kapla.cli.stats_cmd import stats_cmd
@@ -23,6 +24,7 @@ app.add_command(stats_cmd)
 app.add_command(arch_cmd)
 app.add_command(schedule_cmd)
 app.add_command(solvers_cmd)
+app.add_command(compare_cmd)
 
 
 def main() -> None:

@@ -1,0 +1,178 @@
+"""Solvers side by side on one network and one accelerator (``kapla compare``).
+
+Each named solver schedules the same network on the same hardware with the
+same objective, one after the other; a run ends ``ok`` (a valid schedule),
+``budget`` (it ran out of the time it was given: never reported as a
+result) or ``no-scheme`` (it found no valid schedule). Energies and times
+are normalised to the exhaustive optimum when it finished, else to the best
+finished run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kapla.api import resolve_network, schedule
+from kapla.arch import load_arch
+from kapla.arch.spec import ArchSpec
+from kapla.errors import KaplaError
+from kapla.solve.base import NoSchemeError
+from kapla.solve.network import Progress, SearchBudgetExceeded
+from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES
+from kapla.solve.result import ScheduleResult
+from kapla.workload.network import Network
+
+OK, BUDGET, NO_SCHEME = "ok", "budget", "no-scheme"
+
+
+@dataclass(frozen=True)
+class SolverRun:
+    """One solver's run: how it ended, its schedule if it finished, its seconds."""
+
+    solver: str
+    status: str
+    seconds: float
+    result: ScheduleResult | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {"status": self.status, "valid": bool(r is not None and r.valid),
+                "energy_j": r.energy_j if r else None, "time_cycles": r.time if r else None,
+                "breakdown": dict(r.energy) if r else None, "solver_seconds": self.seconds,
+                "message": self.message}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The runs of several solvers on one network, hardware and objective."""
+
+    network: str
+    arch: str
+    batch: int
+    training: bool
+    objective: str
+    runs: tuple[SolverRun, ...]
+
+    @property
+    def reference(self) -> SolverRun | None:
+        """The run others are normalised to: the exhaustive optimum if it
+        finished, else the finished run best at the objective."""
+        done = [r for r in self.runs if r.status == OK]
+        exact = [r for r in done if r.solver == "exhaustive"]
+        if exact:
+            return exact[0]
+        return min(done, key=lambda r: _value(r, self.objective), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        ref = self.reference
+        return {"network": self.network, "arch": self.arch, "batch": self.batch, "training": self.training,
+                "objective": self.objective, "normalised_to": ref.solver if ref else None,
+                "results": {r.solver: r.to_dict() for r in self.runs}}
+
+
+def _value(run: SolverRun, objective: str) -> float:
+    assert run.result is not None
+    energy, cycles = run.result.energy_j, run.result.time
+    return {"energy": energy, "latency": cycles, "edp": energy * cycles}[objective]
+
+
+def check_solvers(names: Sequence[str]) -> tuple[str, ...]:
+    """The solver names, each registered and named once (KaplaError otherwise)."""
+    if not names:
+        raise KaplaError("--solvers: name at least one solver")
+    for name in names:
+        if name not in SOLVERS:
+            raise KaplaError(f"--solvers: unknown solver '{name}'; choose from {', '.join(SOLVERS)}")
+    if len(set(names)) != len(names):
+        raise KaplaError("--solvers: a solver is named twice")
+    return tuple(names)
+
+
+def _accepts(solver: str, option: str) -> bool:
+    parts = SOLVERS[solver]
+    return option in STRATEGIES[parts.strategy].options or option in INTRA[parts.intra].options
+
+
+def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers: Sequence[str], *,
+            batch: int | None = None, training: bool = False, objective: str = "energy",
+            budget: float | None = None, seed: int = 0, jobs: int | None = None,
+            progress: Progress | None = None) -> Comparison:
+    """Run each of ``solvers`` on ``network`` and ``arch``. ``budget`` seconds
+    bound each solver that takes a budget; ``seed`` seeds those that sample."""
+    names = check_solvers(solvers)
+    net = resolve_network(network, batch, training)
+    hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch))
+    runs = []
+    for name in names:
+        options: dict[str, Any] = {}
+        if _accepts(name, "seed"):
+            options["seed"] = seed
+        start = time.perf_counter()
+        try:
+            result = schedule(net, hw, solver=name, solver_options=options, objective=objective,
+                              time_budget=budget if _accepts(name, "time_budget") else None, jobs=jobs,
+                              progress=None if progress is None else _tagged(progress, name))
+        except SearchBudgetExceeded as exc:
+            runs.append(SolverRun(name, BUDGET, time.perf_counter() - start, message=str(exc)))
+            continue
+        except NoSchemeError as exc:
+            runs.append(SolverRun(name, NO_SCHEME, time.perf_counter() - start, message=str(exc)))
+            continue
+        status = OK if result.valid else NO_SCHEME
+        runs.append(SolverRun(name, status, result.solver_seconds, result if status == OK else None))
+    return Comparison(net.name, hw.name, net.batch, net.training, objective, tuple(runs))
+
+
+def _tagged(progress: Progress, solver: str) -> Progress:
+    return lambda stage, done, total: progress(f"{solver}: {stage}", done, total)
+
+
+def plot(comparison: Comparison, path: str | Path) -> None:
+    """The KAPLA paper's bar chart for one network: each finished solver's
+    energy, normalised to the reference and stacked by component, to a PNG or
+    SVG file (by its suffix). Needs matplotlib (``pip install kapla[plot]``)."""
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise KaplaError(f"--plot {path}: the file must end in .png or .svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise KaplaError("--plot needs matplotlib: pip install 'kapla[plot]'") from None
+    ref = comparison.reference
+    if ref is None or ref.result is None:
+        raise KaplaError("--plot: no solver finished, so there is nothing to draw")
+    scale = ref.result.energy_j
+    components = list(ref.result.energy)
+    fig, ax = plt.subplots(figsize=(2.5 + 1.0 * len(comparison.runs), 3.6))
+    names = [r.solver for r in comparison.runs]
+    bottom = [0.0] * len(names)
+    for comp in components:
+        heights = [(r.result.energy.get(comp, 0.0) / scale if r.status == OK and r.result else 0.0)
+                   for r in comparison.runs]
+        ax.bar(names, heights, bottom=bottom, label=comp, width=0.6)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    for i, r in enumerate(comparison.runs):
+        if r.status != OK:
+            ax.text(i, 0.05, r.status, ha="center", va="bottom", rotation=90)
+    ax.set_ylabel(f"energy / {ref.solver}")
+    ax.set_title(f"{comparison.network} on {comparison.arch}\n"
+                 f"({'training' if comparison.training else 'inference'}, batch {comparison.batch})", fontsize="medium")
+    ax.legend(fontsize="small", ncols=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    try:
+        fig.savefig(target, bbox_inches="tight")
+    except OSError as exc:
+        raise KaplaError(f"cannot write the plot to {path}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
+
+
+__all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_solvers", "compare", "plot"]
