@@ -21,6 +21,7 @@ from kapla.errors import KaplaError
 from kapla.solve.base import IntraSolver
 from kapla.solve.exhaustive import ExhaustiveIntraSolver
 from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.solve.ml_search import MlIntraSolver
 from kapla.solve.network import ExhaustiveStrategy, KaplaStrategy, NetworkStrategy, RandomStrategy
 from kapla.solve.random_search import RandomIntraSolver
 
@@ -122,11 +123,16 @@ register_intra("random", "Timeloop-style random search: each partition, mapping,
                "evaluated with probability p (seeded)", RandomIntraSolver)
 register_strategy("random", "every segment slicing, each inter-layer scheme of a multi-layer segment solved with "
                   "probability p (seeded), then the DP on true costs", RandomStrategy)
+register_intra("ml", "AutoTVM-style ML-guided search: simulated annealing on an XGBoost cost model retrained "
+               "on the schemes measured so far", MlIntraSolver)
 register_solver("kapla", "KAPLA: pruned inter-layer search + bottom-up intra-layer descent", "kapla", "kapla")
 register_solver("exhaustive", "the exhaustive baseline: every inter-layer scheme, exhaustive intra-layer search "
                 "(slow; bound it with --budget)", "exhaustive", "exhaustive")
 register_solver("random", "random search, the KAPLA paper's baseline R: every level of the space sampled with "
                 "probability p (option p, default 0.1; seed)", "random", "random")
+register_solver("ml", "ML-guided search, the KAPLA paper's baseline M: every inter-layer scheme, each layer tuned "
+                "by annealing on a learned cost model (options rounds, batch; seed; needs kapla[ml])",
+                "exhaustive", "ml")
 
 __all__ = ["Entry", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
            "register_solver", "register_strategy", "solver_names"]
