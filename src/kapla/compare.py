@@ -11,7 +11,7 @@ finished run.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
-from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES
+from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.workload.network import Network
 
@@ -101,20 +101,27 @@ def _accepts(solver: str, option: str) -> bool:
 def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers: Sequence[str], *,
             batch: int | None = None, training: bool = False, objective: str = "energy",
             budget: float | None = None, seed: int = 0, jobs: int | None = None,
+            options: Mapping[str, Mapping[str, Any]] | None = None,
             progress: Progress | None = None) -> Comparison:
     """Run each of ``solvers`` on ``network`` and ``arch``. ``budget`` seconds
-    bound each solver that takes a budget; ``seed`` seeds those that sample."""
+    bound each solver that takes a budget; ``seed`` seeds those that sample;
+    ``options`` holds each solver's own (``{"random": {"p": 0.85}}``)."""
     names = check_solvers(solvers)
+    options = dict(options or {})
+    for name in options:
+        if name not in names:
+            raise KaplaError(f"options given for solver '{name}', which is not compared")
+        make_solver(name, options[name])  # a bad option is an error before anything runs
     net = resolve_network(network, batch, training)
     hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch))
     runs = []
     for name in names:
-        options: dict[str, Any] = {}
+        own: dict[str, Any] = dict(options.get(name, {}))
         if _accepts(name, "seed"):
-            options["seed"] = seed
+            own.setdefault("seed", seed)
         start = time.perf_counter()
         try:
-            result = schedule(net, hw, solver=name, solver_options=options, objective=objective,
+            result = schedule(net, hw, solver=name, solver_options=own, objective=objective,
                               time_budget=budget if _accepts(name, "time_budget") else None, jobs=jobs,
                               progress=None if progress is None else _tagged(progress, name))
         except SearchBudgetExceeded as exc:

@@ -37,10 +37,16 @@ def test_ratios_are_to_the_exhaustive_optimum_when_it_finishes():
     assert again.runs[0].to_dict()["energy_j"] == result.runs[2].to_dict()["energy_j"]
 
 
-def test_compare_prints_a_table(tmp_path):
+def test_compare_prints_a_table_and_takes_each_solver_its_options(tmp_path):
     result = run("compare", "mlp_s", "--arch", "multinode_4x4", "--batch", "4", "--solvers", "kapla")
     assert result.exit_code == 0, result.output
     assert "kapla" in result.output and "energy by component" in result.output
+    out = tmp_path / "r.json"
+    result = run("compare", "mlp_s", "--arch", "edge", "--batch", "1", "--solvers", "random,kapla", "-O",
+                 "random.p=0.85", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())["results"]
+    assert data["random"]["status"] == "ok" and data["random"]["energy_j"] >= data["kapla"]["energy_j"] * 0.999
 
 
 def test_bad_compare_inputs_are_one_error_line_before_any_solving(tmp_path):
@@ -49,6 +55,10 @@ def test_bad_compare_inputs_are_one_error_line_before_any_solving(tmp_path):
         (["--solvers", "kapla,kapla"], "error: --solvers: a solver is named twice"),
         (["--plot", str(tmp_path / "c.pdf")], "error: --plot"),
         (["--json", str(tmp_path / "no" / "c.json")], "error: --json"),
+        (["-O", "p=0.5"], "error: --option p: expected SOLVER.KEY=VALUE"),
+        (["--solvers", "kapla", "-O", "random.p=0.5"],
+         "error: options given for solver 'random', which is not compared"),
+        (["--solvers", "random", "-O", "random.q=1"], "error: solver 'random' has no option 'q'"),
     ):
         result = run("compare", "mlp_s", "--arch", "multinode_4x4", *args)
         assert result.exit_code == 2, result.output

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option
+from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_solvers, compare, plot
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
@@ -33,12 +34,14 @@ from kapla.workload.load import load_network
               help="Seed of the solvers that sample (random).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
+@click.option("--option", "-O", "solver_options", multiple=True, metavar="SOLVER.KEY=VALUE",
+              help="An option of one solver, e.g. -O random.p=0.85 (see `kapla solvers`).")
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw the energies, normalised and stacked by component, to FILE (.png or .svg).")
 @json_option
 def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, training: bool, objective: str,
-                budget: float | None, seed: int, jobs: int | None, plot_path: str | None,
-                json_out: str | None) -> None:
+                budget: float | None, seed: int, jobs: int | None, solver_options: tuple[str, ...],
+                plot_path: str | None, json_out: str | None) -> None:
     """Run several solvers on NET and compare their schedules.
 
     Prints each solver's status, energy and time (normalised to the
@@ -47,6 +50,12 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
     {"results": {SOLVER: {...}}}, --plot the paper's bar chart.
     """
     names = check_solvers([s.strip() for s in solvers.split(",") if s.strip()])
+    options: dict[str, dict[str, object]] = {}
+    for key, value in parse_options(solver_options).items():
+        solver, dot, option = key.partition(".")
+        if not dot or not option:
+            raise KaplaError(f"--option {key}: expected SOLVER.KEY=VALUE, e.g. random.p=0.85")
+        options.setdefault(solver, {})[option] = value
     for target, what in ((json_out, "--json"), (plot_path, "--plot")):
         if target not in (None, "-") and not Path(target).resolve().parent.is_dir():
             raise KaplaError(f"{what} {target}: its directory does not exist")
@@ -63,7 +72,7 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
             bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
 
         result = compare(network, arch, names, objective=objective, budget=budget, seed=seed, jobs=jobs,
-                         progress=progress)
+                         options=options, progress=progress)
     if plot_path is not None:
         plot(result, plot_path)
         err_console.print(f"wrote {plot_path}")
