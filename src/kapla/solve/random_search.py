@@ -57,10 +57,15 @@ class RandomIntraSolver(IntraSolver):
         rng = generator(self.seed, problem.key)
         best: Found | None = None
         evaluated = 0
+        def out_of_time() -> bool:  # then the best found so far stands
+            return self.time_budget is not None and time.perf_counter() - start > self.time_budget
+
         for frame in space.sample_frames(rng, self.p):
-            if self.time_budget is not None and time.perf_counter() - start > self.time_budget:
+            if out_of_time():
                 break
             for chunk in space.sample(frame, rng, self.p, self.p):
+                if out_of_time():
+                    break
                 found, _ = space.best(frame, chunk)
                 evaluated += len(chunk)
                 if found is not None and (best is None or found.key < best.key):
