@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kapla.errors import KaplaError
 
@@ -31,6 +34,21 @@ class KaplaGroup(click.Group):
         except KeyboardInterrupt:
             err_console.print("interrupted", markup=False)
             sys.exit(EXIT_INTERRUPTED)
+
+
+@contextmanager
+def progress_bar(title: str, name: str) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on a terminal's stderr (nothing elsewhere), as the
+    ``progress(stage, done, total)`` callback the solvers call."""
+    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        task = bar.add_task(title, total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{name}: {stage}", completed=done, total=total)
+
+        yield progress
 
 
 def json_option(f):

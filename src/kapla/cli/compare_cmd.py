@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.cli.common import console, emit_json, err_console, json_option
+from kapla.cli.common import console, emit_json, err_console, json_option, progress_bar
 from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_solvers, compare, plot
 from kapla.errors import KaplaError
@@ -63,14 +62,7 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
         raise KaplaError(f"--plot {plot_path}: the file must end in .png or .svg")
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
-    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
-        task = bar.add_task(f"comparing on {network.name}", total=None)
-
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
-
+    with progress_bar(f"comparing on {network.name}", network.name) as progress:
         result = compare(network, arch, names, objective=objective, budget=budget, seed=seed, jobs=jobs,
                          options=options, progress=progress)
     if plot_path is not None:

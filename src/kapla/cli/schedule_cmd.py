@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 import yaml
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kapla.api import schedule
 from kapla.arch import load_arch
-from kapla.cli.common import console, emit_json, err_console, json_option
+from kapla.cli.common import console, emit_json, json_option, progress_bar
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
@@ -55,14 +54,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     """
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
-    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
-        task = bar.add_task(f"scheduling {network.name}", total=None)
-
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, description=f"{network.name}: {stage}", completed=done, total=total)
-
+    with progress_bar(f"scheduling {network.name}", network.name) as progress:
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
                           objective=objective, top_k=top_k, pipelining=pipelining, buffer_sharing=sharing,
                           time_budget=budget, jobs=jobs, progress=progress)
