@@ -35,6 +35,7 @@ segment costs add up.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import time
@@ -314,7 +315,11 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     best: _Best | None = None
     stats = PruneStats()
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
-    pool = ProcessPoolExecutor(jobs, initializer=_ignore_interrupts) if jobs > 1 else None
+    # forkserver, not fork: a forked worker inherits the state of libraries that
+    # run threads (XGBoost's OpenMP pool deadlocks in a child forked after the
+    # parent used it)
+    pool = (ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
+                                initializer=_ignore_interrupts) if jobs > 1 else None)
     try:
         for pinned in runs:
             found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool)
