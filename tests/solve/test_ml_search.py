@@ -62,7 +62,11 @@ def test_bad_options_and_a_missing_xgboost_are_one_error(monkeypatch):
         MlIntraSolver().solve(CONV, 4, load_arch("edge"))
 
 
-def test_a_network_schedules_with_ml():
-    result = kapla.schedule("mlp_s", "edge", batch=1, solver="ml", solver_options={"rounds": 2, "batch": 16},
-                            jobs=1)
-    assert result.valid and all(evaluate(lr.scheme, load_arch("edge")).valid for lr in result.layers)
+def test_a_network_schedules_with_ml_in_this_process_and_then_in_workers():
+    """The second run's workers start after this process ran XGBoost (a forked
+    worker used to deadlock in XGBoost's thread pool); both runs agree."""
+    options = {"rounds": 2, "batch": 16}
+    here = kapla.schedule("mlp_s", "edge", batch=1, solver="ml", solver_options=options, jobs=1)
+    assert here.valid and all(evaluate(lr.scheme, load_arch("edge")).valid for lr in here.layers)
+    pooled = kapla.schedule("mlp_s", "edge", batch=1, solver="ml", solver_options=options, jobs=2)
+    assert pooled.energy_j == here.energy_j
