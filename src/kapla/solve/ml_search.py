@@ -233,7 +233,8 @@ class MlIntraSolver(IntraSolver):
             temperature = 1.0 - step / SA_STEPS
             moved = configs.neighbours(rng, walkers)
             new = predict(moved)
-            accept = (new < score) | (rng.random(len(new)) < np.exp((score - new) / max(temperature, 1e-3)))
+            gain = np.minimum((score - new) / max(temperature, 1e-3), 0.0)  # a better prediction is always taken
+            accept = rng.random(len(new)) < np.exp(gain)
             walkers = np.where(accept[:, None], moved, walkers)
             score = np.where(accept, new, score)
             for c, s in zip(map(tuple, walkers), score, strict=True):
