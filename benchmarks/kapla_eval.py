@@ -2,7 +2,7 @@
 
 Run: python benchmarks/kapla_eval.py [--cases edge:1:inference,...] [--nets NAME,...]
                                      [--solvers exhaustive,random,ml,kapla] [--budget S] [--seed N]
-                                     [--jobs N] [--plot DIR]
+                                     [--random-p P] [--jobs N] [--plot DIR]
 
 For every (hardware, batch, mode) case and network, the solvers run one
 after the other on the same network and hardware (``kapla.compare``): one
@@ -44,6 +44,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=600.0, help="seconds for each budgeted solver run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--random-p", type=float, default=None,
+                        help="R's keep probability (default: the paper's, 0.85 on edge and 0.1 elsewhere)")
     parser.add_argument("--plot", metavar="DIR", default=None)
     args = parser.parse_args()
     solvers = args.solvers.split(",")
@@ -54,7 +56,8 @@ def main() -> None:
         for net in args.nets.split(","):
             # R keeps each candidate with p = 0.1 on multi-node hardware; on the edge
             # device the paper needed 0.85 to find valid schemes at all
-            options = {"random": {"p": 0.85 if arch == "edge" else 0.1}} if "random" in solvers else {}
+            p = args.random_p if args.random_p is not None else 0.85 if arch == "edge" else 0.1
+            options = {"random": {"p": p}} if "random" in solvers else {}
             result = compare(net, arch, solvers, batch=int(batch), training=mode == "training",
                              budget=args.budget, seed=args.seed, jobs=args.jobs, options=options)
             done.append(result)
