@@ -66,20 +66,21 @@ class LayerSpace:
 
     def sample_frames(self, rng: np.random.Generator, p: float) -> list[int]:
         """Frames kept level by level: at each level, top down, every spatial
-        choice (and at the node level every buffer-sharing option) that has an
-        alternative is kept with probability ``p``; a frame is kept when all its
-        choices are. A level with a single choice is always taken."""
+        choice (at the node level, a partition with its buffer sharing) that
+        has an alternative is kept with probability ``p``; a frame is kept when
+        all its choices are. A level with a single choice is always taken."""
         n = len(self.frames[0].spatial) if self.frames else 0
-        paths = [tuple(reversed(f.spatial)) + (f.shr,) for f in self.frames]
+        # top down; the node level's buffer sharing is part of its partition choice
+        paths = [((f.spatial[-1], f.shr),) + tuple(reversed(f.spatial[:-1])) for f in self.frames]
         siblings: dict[tuple, set] = {}
         for path in paths:
-            for depth in range(n + 1):
+            for depth in range(n):
                 siblings.setdefault(path[:depth], set()).add(path[depth])
         keep: dict[tuple, bool] = {}
         out = []
         for i, path in enumerate(paths):
             ok = True
-            for depth in range(n + 1):
+            for depth in range(n):
                 prefix = path[: depth + 1]
                 if prefix not in keep:
                     keep[prefix] = len(siblings[path[:depth]]) == 1 or bool(rng.random() < p)
