@@ -16,7 +16,7 @@ def test_compare_reports_each_solver_with_its_status(tmp_path):
     data = json.loads(out.read_text())["results"]
     assert list(data) == ["exhaustive", "random", "kapla"]
     assert data["exhaustive"]["status"] == "budget" and data["exhaustive"]["energy_j"] is None
-    assert data["random"]["status"] in ("ok", "no-scheme")
+    assert data["random"]["status"] in ("ok", "no-scheme", "budget")
     kapla_run = data["kapla"]
     assert kapla_run["status"] == "ok" and kapla_run["valid"]
     assert kapla_run["energy_j"] == sum(kapla_run["breakdown"].values())
