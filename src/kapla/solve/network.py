@@ -35,12 +35,9 @@ segment costs add up.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,6 +63,7 @@ from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, 
 from kapla.solve.result import LayerResult, ScheduleResult
 from kapla.solve.segment_solver import SegmentSolver
 from kapla.solve.segments import SegmentPlan, segment_plans
+from kapla.solve.workers import worker_pool
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -315,28 +313,15 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     best: _Best | None = None
     stats = PruneStats()
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
-    # forkserver, not fork: a forked worker inherits the state of libraries that
-    # run threads (XGBoost's OpenMP pool deadlocks in a child forked after the
-    # parent used it)
-    pool = (ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
-                                initializer=_ignore_interrupts) if jobs > 1 else None)
-    try:
+    with worker_pool(jobs) as pool:
         for pinned in runs:
             found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool)
             if best is None or found[0] < best[0]:
                 best = found
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
     assert best is not None  # runs is never empty, and _search raises when it finds nothing
     _, chain, seg_results, pinned = best
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
                    strategy.name)
-
-
-def _ignore_interrupts() -> None:
-    # Ctrl-C reaches the whole process group; the parent handles it and shuts the pool down
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,

@@ -1,0 +1,59 @@
+"""Worker processes that solve layers in parallel, and that stop with the run.
+
+The pool's workers start from a forkserver, not by fork: a forked worker
+inherits the state of libraries that run threads (XGBoost's OpenMP pool
+deadlocks in a child forked after the parent used it). However a run ends
+(an error, Ctrl-C, or SIGTERM, which is turned into ``SystemExit`` for the
+run's duration so the cleanup below runs), its workers are stopped at once
+rather than left to finish, or run on, the layer solves they hold.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+
+
+@contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of ``jobs`` workers (None for a single job: solve in this process)."""
+    if jobs <= 1:
+        yield None
+        return
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
+                               initializer=_ignore_interrupts)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield pool
+    except BaseException:
+        _stop(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    # The executor has no public way to stop busy workers before Python 3.14
+    # (terminate_workers); its process table is the only handle on them.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group; the parent handles it and stops the workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+__all__ = ["worker_pool"]
