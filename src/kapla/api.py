@@ -16,7 +16,7 @@ from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
 from kapla.model.objective import objective_of
 from kapla.solve.network import Progress, schedule_network
-from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES, make_solver
+from kapla.solve.registry import SOLVERS, accepted_options, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
@@ -56,9 +56,8 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     if not buffer_sharing:
         hw = hw.with_options(buffer_sharing=False)
     options = dict(solver_options or {})
-    parts = SOLVERS.get(solver)
-    if parts is not None:
-        accepted = set(STRATEGIES[parts.strategy].options) | set(INTRA[parts.intra].options)
+    if solver in SOLVERS:
+        accepted = accepted_options(solver)
         if "top_k" in accepted:
             options.setdefault("top_k", top_k)
         if "time_budget" in accepted and time_budget is not None:

@@ -20,9 +20,10 @@ from kapla.api import resolve_network, schedule
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
+from kapla.model.objective import objective_of
 from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
-from kapla.solve.registry import INTRA, SOLVERS, STRATEGIES, make_solver
+from kapla.solve.registry import SOLVERS, accepted_options, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.workload.network import Network
 
@@ -66,7 +67,7 @@ class Comparison:
         exact = [r for r in done if r.solver == "exhaustive"]
         if exact:
             return exact[0]
-        return min(done, key=lambda r: _value(r, self.objective), default=None)
+        return min(done, key=lambda r: _key(r, self.objective), default=None)
 
     def to_dict(self) -> dict[str, Any]:
         ref = self.reference
@@ -75,10 +76,9 @@ class Comparison:
                 "results": {r.solver: r.to_dict() for r in self.runs}}
 
 
-def _value(run: SolverRun, objective: str) -> float:
+def _key(run: SolverRun, objective: str) -> tuple[float, float]:
     assert run.result is not None
-    energy, cycles = run.result.energy_j, run.result.time
-    return {"energy": energy, "latency": cycles, "edp": energy * cycles}[objective]
+    return objective_of(objective).key(run.result.energy_j, run.result.time)
 
 
 def check_solvers(names: Sequence[str]) -> tuple[str, ...]:
@@ -91,11 +91,6 @@ def check_solvers(names: Sequence[str]) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise KaplaError("--solvers: a solver is named twice")
     return tuple(names)
-
-
-def _accepts(solver: str, option: str) -> bool:
-    parts = SOLVERS[solver]
-    return option in STRATEGIES[parts.strategy].options or option in INTRA[parts.intra].options
 
 
 def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers: Sequence[str], *,
@@ -117,12 +112,12 @@ def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers:
     runs = []
     for name in names:
         own: dict[str, Any] = dict(options.get(name, {}))
-        if _accepts(name, "seed"):
+        if "seed" in accepted_options(name):
             own.setdefault("seed", seed)
         start = time.perf_counter()
         try:
             result = schedule(net, hw, solver=name, solver_options=own, objective=objective,
-                              time_budget=budget if _accepts(name, "time_budget") else None, jobs=jobs,
+                              time_budget=budget if "time_budget" in accepted_options(name) else None, jobs=jobs,
                               progress=None if progress is None else _tagged(progress, name))
         except SearchBudgetExceeded as exc:
             runs.append(SolverRun(name, BUDGET, time.perf_counter() - start, message=str(exc)))
@@ -139,13 +134,19 @@ def _tagged(progress: Progress, solver: str) -> Progress:
     return lambda stage, done, total: progress(f"{solver}: {stage}", done, total)
 
 
+def check_plot_target(path: str | Path) -> Path:
+    """``path`` as a plot's file: it must end in .png or .svg (KaplaError otherwise)."""
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise KaplaError(f"--plot {path}: the file must end in .png or .svg")
+    return target
+
+
 def plot(comparison: Comparison, path: str | Path) -> None:
     """The KAPLA paper's bar chart for one network: each finished solver's
     energy, normalised to the reference and stacked by component, to a PNG or
     SVG file (by its suffix). Needs matplotlib (``pip install kapla[plot]``)."""
-    target = Path(path)
-    if target.suffix.lower() not in (".png", ".svg"):
-        raise KaplaError(f"--plot {path}: the file must end in .png or .svg")
+    target = check_plot_target(path)
     try:
         import matplotlib
 
@@ -182,4 +183,5 @@ def plot(comparison: Comparison, path: str | Path) -> None:
         plt.close(fig)
 
 
-__all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_solvers", "compare", "plot"]
+__all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_plot_target", "check_solvers", "compare",
+           "plot"]

@@ -30,7 +30,7 @@ def test_the_best_of_every_chunk_is_the_exhaustive_optimum(name):
     arch = HIERARCHIES[name]
     space = LayerSpace(Problem(LAYER, 2, arch))
     assert len(space) > 0
-    found = [space.best(f, b)[0] for f in range(len(space)) for b in space.blockings(f)]
+    found = [space.best(f, b) for f in range(len(space)) for b in space.blockings(f)]
     best = min((x for x in found if x is not None), key=lambda x: x.key)
     assert evaluate(best.scheme, arch).valid
     assert best.key[1] == pytest.approx(ExhaustiveIntraSolver().solve(LAYER, 2, arch).cost.total_energy, rel=1e-12)
@@ -53,7 +53,7 @@ def test_scores_follow_the_problem_objective_and_feed():
     layer = Layer("fc", Op.FC, c=64, k=32, h=1, w=1)
     energy, latency = LayerSpace(Problem(layer, 4, arch)), LayerSpace(Problem(layer, 4, arch, "latency"))
     b = next(energy.blockings(0))
-    e, t = energy.best(0, b)[0], latency.best(0, b)[0]
+    e, t = energy.best(0, b), latency.best(0, b)
     assert e is not None and t is not None
     assert e.key[0] <= t.key[1] and t.key[0] <= evaluate(e.scheme, arch).time
     costs = energy.score(0, b)

@@ -10,7 +10,7 @@ from rich.table import Table
 from kapla.arch import load_arch
 from kapla.cli.common import console, emit_json, err_console, json_option, progress_bar
 from kapla.cli.schedule_cmd import parse_options
-from kapla.compare import OK, Comparison, check_solvers, compare, plot
+from kapla.compare import OK, Comparison, check_plot_target, check_solvers, compare, plot
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.workload.load import load_network
@@ -58,8 +58,8 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
     for target, what in ((json_out, "--json"), (plot_path, "--plot")):
         if target not in (None, "-") and not Path(target).resolve().parent.is_dir():
             raise KaplaError(f"{what} {target}: its directory does not exist")
-    if plot_path is not None and Path(plot_path).suffix.lower() not in (".png", ".svg"):
-        raise KaplaError(f"--plot {plot_path}: the file must end in .png or .svg")
+    if plot_path is not None:
+        check_plot_target(plot_path)
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"comparing on {network.name}", network.name) as progress:

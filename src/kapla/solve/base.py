@@ -45,8 +45,6 @@ class Problem:
 
     def __post_init__(self) -> None:
         check_objective(self.objective)
-        if self.feed is None:
-            object.__setattr__(self, "feed", FROM_DRAM)
 
     @property
     def fed(self) -> Feed | None:

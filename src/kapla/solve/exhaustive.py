@@ -209,7 +209,7 @@ def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
         if budget is not None and time.perf_counter() - start > budget:
             break
         for chunk in space.blockings(frame):
-            found, _ = space.best(frame, chunk)
+            found = space.best(frame, chunk)
             evaluated += len(chunk)
             if found is not None and (best is None or found.key < best.key):
                 best = found

@@ -64,9 +64,9 @@ def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16
     ranked, evaluated = _rank(space, top, refine, beam)
     best: Found | None = None
     for i, states in ranked:
-        if states is None and best is not None:
-            break
-        if states is None:  # past the frames ranked best, and nothing valid yet
+        if states is None:  # past the frames ranked best
+            if best is not None:
+                break
             states, _, count = _register_blocks(space, i, beam)
             evaluated += count
         found, count = _descend(space, i, states, beam)
@@ -112,7 +112,8 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tup
         refined.append((energy, i))
     refined.sort()
     first = list(dict.fromkeys([i for _, i in refined[:top]] + order[:top]))
-    rest = [i for i in order if i not in set(first)]
+    chosen = set(first)
+    rest = [i for i in order if i not in chosen]
     return [(i, blocks[i]) for i in first] + [(i, None) for i in rest], evaluated
 
 
@@ -233,7 +234,7 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> 
         src = np.arange(len(states))
         taken = np.stack([s.left for s in states])
         b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
-        return space.best(index, b)[0], evaluated + len(b)
+        return space.best(index, b), evaluated + len(b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
     unit_rows = np.stack([states[s].unit for s in src])
     counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
@@ -248,7 +249,7 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> 
         here = [innermost_orders(t, ND) for t in taken]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     evaluated += len(b)
-    return space.best(index, b)[0], evaluated
+    return space.best(index, b), evaluated
 
 
 __all__ = ["solve_any", "solve_levels"]

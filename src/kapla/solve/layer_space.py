@@ -121,15 +121,15 @@ class LayerSpace:
         """Costs of the blockings under the problem's feed (invalid ones marked)."""
         return self.evaluator(frame).costs(b, self.problem.fed)
 
-    def best(self, frame: int, b: Blockings) -> tuple[Found | None, Costs]:
-        """The best valid candidate of ``b`` (None if none is valid) and the costs of all."""
+    def best(self, frame: int, b: Blockings) -> Found | None:
+        """The best valid candidate of ``b`` (None if none is valid)."""
         costs = self.score(frame, b)
         value = costs.value(self.objective)
         i = self.objective.argbest(value, costs.total)
         if not math.isfinite(value[i]):
-            return None, costs
+            return None
         scheme = self.evaluator(frame).scheme(b, i, self.problem.ifm_name)
-        return Found((float(value[i]), float(costs.total[i])), scheme), costs
+        return Found((float(value[i]), float(costs.total[i])), scheme)
 
 
 __all__ = ["CHUNK", "Found", "LayerSpace"]

@@ -30,7 +30,7 @@ from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Problem, n
 from kapla.solve.frames import Blockings, factor_combos
 from kapla.solve.layer_space import LayerSpace
 from kapla.solve.random_search import check_seed, generator
-from kapla.solve.space import OrderTable, class_table, looping_mask, order_counts
+from kapla.solve.space import OrderTable, class_table, looping_mask, order_counts, orders_of
 
 ND = len(DIMS)
 SA_STEPS = 40  # annealing steps per round, as AutoTVM's default order of magnitude
@@ -98,24 +98,10 @@ class _Configs:
         out = np.stack([f, rows, combos], axis=1)
         return np.where((move >= 0.85)[:, None], fresh, out)
 
-    def _orders(self, flat: np.ndarray, combos: np.ndarray) -> list[np.ndarray]:
-        """Per level, each configuration's loop order (the first level's varies slowest)."""
-        within = combos.copy()
-        picks = []
-        for lvl in reversed(range(self.levels)):
-            n = self.n_orders[lvl][flat]
-            picks.append(within % n)
-            within = within // n
-        picks.reverse()
-        out = []
-        for lvl, pick in enumerate(picks):
-            perms = np.empty((len(flat), ND), dtype=np.int64)
-            masks = self.masks[lvl][flat]
-            for m in np.unique(masks):
-                at = masks == m
-                perms[at] = self.table(int(m))[pick[at]]
-            out.append(perms)
-        return out
+    def _orders(self, flat: np.ndarray, combos: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per level, each configuration's loop order."""
+        return orders_of([self.table] * self.levels, [m[flat] for m in self.masks],
+                         [n[flat] for n in self.n_orders], combos)
 
     def features(self, configs: np.ndarray) -> np.ndarray:
         """``(k, D)`` features: log2 of the register block and of each level's
@@ -180,7 +166,7 @@ class MlIntraSolver(IntraSolver):
         if not configs:
             raise no_scheme(problem.layer, problem.batch, problem.arch)
         rng = generator(self.seed, problem.key)
-        seen: dict[tuple[int, int, int], float] = {}
+        seen: set[tuple[int, int, int]] = set()
         measured: list[np.ndarray] = []
         values: list[float] = []
         best: tuple[tuple[float, float], np.ndarray] | None = None
@@ -190,7 +176,7 @@ class MlIntraSolver(IntraSolver):
             if len(batch):
                 value, energy = configs.measure(batch)
                 for c, v, e in zip(batch, value, energy, strict=True):
-                    seen[tuple(c)] = v
+                    seen.add(tuple(c))
                     if math.isfinite(v) and (best is None or (v, e) < best[0]):
                         best = ((float(v), float(e)), c)
                 measured.append(batch)
@@ -209,7 +195,7 @@ class MlIntraSolver(IntraSolver):
         return IntraResult(scheme, cost, len(seen), time.perf_counter() - start)
 
     def _propose(self, xgb, configs: _Configs, rng: np.random.Generator, measured: np.ndarray,
-                 values: np.ndarray, seen: dict) -> np.ndarray:
+                 values: np.ndarray, seen: set[tuple[int, int, int]]) -> np.ndarray:
         """The next batch: the unmeasured configurations that simulated
         annealing on the learned model's predictions ranks best."""
         finite = np.isfinite(values)

@@ -246,7 +246,7 @@ class ExhaustiveStrategy:
         for n, (i, j, inter) in enumerate(schemes):
             if self.time_budget is not None and time.perf_counter() - search.start > self.time_budget:
                 raise SearchBudgetExceeded(
-                    f"the exhaustive network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
+                    f"the {self.name} network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
                     f"after {n} of {len(schemes)} inter-layer schemes")
             if n % 2 == 0:  # in small batches, so the budget is checked often
                 segsolver.prefetch(inter for _, _, inter in schemes[n: n + 2])

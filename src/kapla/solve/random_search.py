@@ -1,7 +1,7 @@
 """Random search, Timeloop-style (KAPLA Sec. V-A, baseline R).
 
-At every level of choice of a layer's space (node partitions, buffer
-sharing, the spatial choices of each array, blockings, loop orders) each
+At every level of choice of a layer's space (node partitions, each with its
+buffer sharing; the spatial choices of each array; blockings; loop orders) each
 candidate is evaluated with probability ``p``; the best valid scheme of those
 evaluated wins. A level with a single choice is always taken. The generator
 is seeded from ``seed`` and the layer solve itself (its shape, hardware,
@@ -66,7 +66,7 @@ class RandomIntraSolver(IntraSolver):
             for chunk in space.sample(frame, rng, self.p, self.p):
                 if out_of_time():
                     break
-                found, _ = space.best(frame, chunk)
+                found = space.best(frame, chunk)
                 evaluated += len(chunk)
                 if found is not None and (best is None or found.key < best.key):
                     best = found

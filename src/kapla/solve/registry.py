@@ -74,6 +74,12 @@ def solver_names() -> tuple[str, ...]:
     return tuple(SOLVERS)
 
 
+def accepted_options(name: str) -> frozenset[str]:
+    """The options solver ``name``'s parts take (KeyError for an unknown name)."""
+    solver = SOLVERS[name]
+    return frozenset(STRATEGIES[solver.strategy].options) | frozenset(INTRA[solver.intra].options)
+
+
 def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[NetworkStrategy, IntraSolver]:
     """The strategy and intra-layer solver of solver ``name``, with ``options``
     handed to whichever accepts each (KaplaError for an unknown name or option)."""
@@ -83,7 +89,7 @@ def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[Ne
         raise KaplaError(f"unknown solver '{name}'; choose one of {', '.join(SOLVERS)}") from None
     strategy, intra = STRATEGIES[solver.strategy], INTRA[solver.intra]
     options = dict(options or {})
-    known = set(strategy.options) | set(intra.options)
+    known = accepted_options(name)
     for key in options:
         if key not in known:
             raise KaplaError(f"solver '{name}' has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
@@ -134,5 +140,5 @@ register_solver("ml", "ML-guided search, the KAPLA paper's baseline M: every int
                 "by annealing on a learned cost model (options rounds, batch; seed; needs kapla[ml])",
                 "exhaustive", "ml")
 
-__all__ = ["Entry", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
+__all__ = ["Entry", "accepted_options", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
            "register_solver", "register_strategy", "solver_names"]

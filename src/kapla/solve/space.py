@@ -318,22 +318,29 @@ def order_product(tables: Sequence[OrderTable], masks: Sequence[np.ndarray],
     per = np.prod(np.stack(n), axis=0) if n else np.ones(0, np.int64)
     rows = np.repeat(np.arange(len(per)), per)
     within = np.arange(len(rows)) - np.repeat(np.cumsum(per) - per, per)
+    return rows, orders_of(tables, [m[rows] for m in masks], [c[rows] for c in n], within)
+
+
+def orders_of(tables: Sequence[OrderTable], masks: Sequence[np.ndarray], counts: Sequence[np.ndarray],
+              combos: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per level, the ``(M, nd)`` loop order of each of ``M`` candidates whose
+    combination of one order per level is number ``combos`` (the first level's
+    order varying slowest), from each level's looping ``masks`` and order
+    ``counts`` (``(M,)`` each)."""
+    within = np.asarray(combos)
     index = []
     for lvl in reversed(range(len(tables))):
-        size = n[lvl][rows]
-        index.append(within % size)
-        within = within // size
+        index.append(within % counts[lvl])
+        within = within // counts[lvl]
     index.reverse()
     out = []
     for table, mask, idx in zip(tables, masks, index, strict=True):
-        nd = table(0).shape[1]
-        perms = np.empty((len(rows), nd), dtype=np.int64)
-        cand = mask[rows]
+        perms = np.empty((len(idx), table(0).shape[1]), dtype=np.int64)
         for m in np.unique(mask):
-            pick = cand == m
+            pick = mask == m
             perms[pick] = table(int(m))[idx[pick]]
         out.append(perms)
-    return rows, tuple(out)
+    return tuple(out)
 
 
 @cache
