@@ -2,7 +2,8 @@
 
 Run: python benchmarks/kapla_eval.py [--cases edge:1:inference,...] [--nets NAME,...]
                                      [--solvers exhaustive,random,ml,kapla] [--budget S] [--seed N]
-                                     [--random-p P] [--jobs N] [--plot DIR]
+                                     [--random-p P] [--jobs N] [--plot DIR] [--store FILE]
+                                     [--json DIR]
 
 For every (hardware, batch, mode) case and network, the solvers run one
 after the other on the same network and hardware (``kapla.compare``): one
@@ -11,16 +12,23 @@ S where S finished within ``--budget`` seconds (else to the best run), and
 of solver seconds with K's speed-ups, beside the paper's claims. A run that
 runs out of its budget or finds no valid scheme is printed as such, never as
 a result. ``--plot DIR`` draws each case's bars (energy normalised, stacked
-by component) as ``DIR/CASE_NET.png``.
+by component) as ``DIR/CASE_NET.png``; ``--json DIR`` writes each
+comparison as ``DIR/CASE_NET.json``. ``--store FILE`` keeps every finished
+layer solve on disk, so a long run (the exhaustive search of a CNN on 16x16
+nodes) that is stopped resumes where it was; its solver seconds then count
+only the resumed part. Progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from pathlib import Path
 
+from kapla.cli.common import progress_bar
 from kapla.compare import OK, Comparison, compare, plot
+from kapla.solve.store import LayerStore
 
 # The paper's headline claims (KAPLA, Sec. VI), printed beside the measurements.
 PAPER = {
@@ -47,7 +55,10 @@ def main() -> None:
     parser.add_argument("--random-p", type=float, default=None,
                         help="R's keep probability (default: the paper's, 0.85 on edge and 0.1 elsewhere)")
     parser.add_argument("--plot", metavar="DIR", default=None)
+    parser.add_argument("--json", metavar="DIR", default=None)
+    parser.add_argument("--store", metavar="FILE", default=None, help="a layer store to resume from and record in")
     args = parser.parse_args()
+    store = LayerStore(args.store) if args.store else None
     solvers = args.solvers.split(",")
     print("paper:", "; ".join(f"{k}: {v}" for k, v in PAPER.items()), flush=True)
     for case in args.cases.split(","):
@@ -58,8 +69,10 @@ def main() -> None:
             # device the paper needed 0.85 to find valid schemes at all
             p = args.random_p if args.random_p is not None else 0.85 if arch == "edge" else 0.1
             options = {"random": {"p": p}} if "random" in solvers else {}
-            result = compare(net, arch, solvers, batch=int(batch), training=mode == "training",
-                             budget=args.budget, seed=args.seed, jobs=args.jobs, options=options)
+            with progress_bar(f"{case} {net}", f"{case} {net}") as progress:
+                result = compare(net, arch, solvers, batch=int(batch), training=mode == "training",
+                                 budget=args.budget, seed=args.seed, jobs=args.jobs, options=options,
+                                 progress=progress, store=store)
             done.append(result)
             ref = result.reference
             for run in result.runs:
@@ -69,6 +82,10 @@ def main() -> None:
             if args.plot:
                 Path(args.plot).mkdir(parents=True, exist_ok=True)
                 plot(result, Path(args.plot) / f"{arch}_{batch}_{mode}_{net}.png")
+            if args.json:
+                Path(args.json).mkdir(parents=True, exist_ok=True)
+                target = Path(args.json) / f"{arch}_{batch}_{mode}_{net}.json"
+                target.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
         _summary(case, solvers, done)
 
 

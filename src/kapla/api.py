@@ -18,6 +18,7 @@ from kapla.model.objective import objective_of
 from kapla.solve.network import Progress, schedule_network
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver
 from kapla.solve.result import ScheduleResult
+from kapla.solve.store import LayerStore
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
@@ -34,7 +35,8 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
              batch: int | None = None, training: bool = False, solver: str = "kapla",
              solver_options: Mapping[str, Any] | None = None, objective: str = "energy", top_k: int = 4,
              pipelining: bool = True, buffer_sharing: bool = True, time_budget: float | None = None,
-             jobs: int | None = None, progress: Progress | None = None) -> ScheduleResult:
+             jobs: int | None = None, progress: Progress | None = None,
+             store: LayerStore | str | Path | None = None) -> ScheduleResult:
     """Schedule ``network`` (a Network, zoo name or file) on ``arch`` (a spec, preset or file).
 
     ``solver`` names a registered solver (``kapla solvers`` lists them): "kapla"
@@ -47,6 +49,9 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     hardware allows them (every layer then forms its own segment). ``jobs``
     worker processes solve layers in parallel (default: one per CPU, at most
     4; 1 runs everything in this process); the result does not depend on it.
+    ``store`` (a file, or an open :class:`~kapla.solve.store.LayerStore`) keeps
+    every finished layer solve on disk: a run stopped at any point and started
+    again with the same store resumes without solving a layer twice.
     """
     objective_of(objective)
     net = resolve_network(network, batch, training)
@@ -63,4 +68,9 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
         if "time_budget" in accepted and time_budget is not None:
             options.setdefault("time_budget", time_budget)
     strategy, intra = make_solver(solver, options)
-    return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs)
+    if store is None or isinstance(store, LayerStore):
+        return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs,
+                                store=store)
+    with LayerStore(store) as opened:
+        return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs,
+                                store=opened)

@@ -25,6 +25,7 @@ from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver
 from kapla.solve.result import ScheduleResult
+from kapla.solve.store import LayerStore
 from kapla.workload.network import Network
 
 OK, BUDGET, NO_SCHEME = "ok", "budget", "no-scheme"
@@ -97,10 +98,15 @@ def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers:
             batch: int | None = None, training: bool = False, objective: str = "energy",
             budget: float | None = None, seed: int = 0, jobs: int | None = None,
             options: Mapping[str, Mapping[str, Any]] | None = None,
-            progress: Progress | None = None) -> Comparison:
+            progress: Progress | None = None, store: LayerStore | str | Path | None = None) -> Comparison:
     """Run each of ``solvers`` on ``network`` and ``arch``. ``budget`` seconds
     bound each solver that takes a budget; ``seed`` seeds those that sample;
-    ``options`` holds each solver's own (``{"random": {"p": 0.85}}``)."""
+    ``options`` holds each solver's own (``{"random": {"p": 0.85}}``); ``store``
+    keeps every solver's finished layer solves on disk (see :func:`kapla.schedule`)."""
+    if store is not None and not isinstance(store, LayerStore):
+        with LayerStore(store) as opened:
+            return compare(network, arch, solvers, batch=batch, training=training, objective=objective,
+                           budget=budget, seed=seed, jobs=jobs, options=options, progress=progress, store=opened)
     names = check_solvers(solvers)
     options = dict(options or {})
     for name in options:
@@ -118,7 +124,7 @@ def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers:
         try:
             result = schedule(net, hw, solver=name, solver_options=own, objective=objective,
                               time_budget=budget if "time_budget" in accepted_options(name) else None, jobs=jobs,
-                              progress=None if progress is None else _tagged(progress, name))
+                              progress=None if progress is None else _tagged(progress, name), store=store)
         except SearchBudgetExceeded as exc:
             runs.append(SolverRun(name, BUDGET, time.perf_counter() - start, message=str(exc)))
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +12,14 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from kapla.errors import KaplaError
 
@@ -36,19 +44,57 @@ class KaplaGroup(click.Group):
             sys.exit(EXIT_INTERRUPTED)
 
 
+LOG_EVERY_SECONDS = 30.0  # off a terminal: a progress line at most this often (none for shorter runs)
+
+
 @contextmanager
 def progress_bar(title: str, name: str) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar on a terminal's stderr (nothing elsewhere), as the
-    ``progress(stage, done, total)`` callback the solvers call."""
+    """Progress as the ``progress(stage, done, total)`` callback the solvers
+    call: a bar with the time left on a terminal's stderr; elsewhere (a log
+    file, CI) a line every ``LOG_EVERY_SECONDS`` with the same figures."""
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+               TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    tty = err_console.is_terminal
+    with Progress(*columns, console=err_console, transient=True, disable=not tty) as bar:
         task = bar.add_task(title, total=None)
+        log = _ProgressLog(name)
 
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, description=f"{name}: {stage}", completed=done, total=total)
+            if not tty:
+                log.update(stage, done, total)
 
         yield progress
+
+
+class _ProgressLog:
+    """Progress lines for a run that is not on a terminal, with a time-left estimate per stage."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.start = self.last = time.monotonic()
+        self.stage = ""
+        self.stage_start = self.start
+        self.stage_done = 0
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage != self.stage:
+            self.stage, self.stage_start, self.stage_done = stage, now, done
+        if now - self.last < LOG_EVERY_SECONDS:
+            return
+        self.last = now
+        line = f"{self.name}: {stage} {done}/{total}, {_clock(now - self.start)} elapsed"
+        rate = (done - self.stage_done) / max(now - self.stage_start, 1e-9)
+        if rate > 0 and total >= done:
+            line += f", about {_clock((total - done) / rate)} left in this stage"
+        err_console.print(line, markup=False, highlight=False)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def json_option(f):

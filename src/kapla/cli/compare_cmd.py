@@ -37,10 +37,13 @@ from kapla.workload.load import load_network
               help="An option of one solver, e.g. -O random.p=0.85 (see `kapla solvers`).")
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw the energies, normalised and stacked by component, to FILE (.png or .svg).")
+@click.option("--store", "store_path", default=None, metavar="FILE",
+              help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
+                   "same FILE resumes where it was.")
 @json_option
 def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, training: bool, objective: str,
                 budget: float | None, seed: int, jobs: int | None, solver_options: tuple[str, ...],
-                plot_path: str | None, json_out: str | None) -> None:
+                plot_path: str | None, store_path: str | None, json_out: str | None) -> None:
     """Run several solvers on NET and compare their schedules.
 
     Prints each solver's status, energy and time (normalised to the
@@ -64,7 +67,7 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
     arch = load_arch(arch_name)
     with progress_bar(f"comparing on {network.name}", network.name) as progress:
         result = compare(network, arch, names, objective=objective, budget=budget, seed=seed, jobs=jobs,
-                         options=options, progress=progress)
+                         options=options, progress=progress, store=store_path)
     if plot_path is not None:
         plot(result, plot_path)
         err_console.print(f"wrote {plot_path}")

@@ -41,10 +41,14 @@ from kapla.workload.load import load_network
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
 @click.option("--directives/--no-directives", default=True, show_default=True,
               help="Print each layer's directive listing.")
+@click.option("--store", "store_path", default=None, metavar="FILE",
+              help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
+                   "same FILE resumes where it was.")
 @json_option
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
-                 budget: float | None, jobs: int | None, directives: bool, json_out: str | None) -> None:
+                 budget: float | None, jobs: int | None, directives: bool, store_path: str | None,
+                 json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
 
     Finds the segments (layers that run together, pipelined, with on-chip
@@ -57,7 +61,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
                           objective=objective, top_k=top_k, pipelining=pipelining, buffer_sharing=sharing,
-                          time_budget=budget, jobs=jobs, progress=progress)
+                          time_budget=budget, jobs=jobs, progress=progress, store=store_path)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
@@ -86,6 +90,10 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     counts = result.extra.get("inter_layer_schemes")
     if counts:
         console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))
+    stored = result.extra.get("layer_store")
+    if stored:
+        console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
+                      f"{stored['solved']:,} solved and recorded")
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}")

@@ -61,8 +61,9 @@ from kapla.solve.inter import (
 )
 from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
 from kapla.solve.result import LayerResult, ScheduleResult
-from kapla.solve.segment_solver import SegmentSolver
+from kapla.solve.segment_solver import LayerCache, SegmentSolver
 from kapla.solve.segments import SegmentPlan, segment_plans
+from kapla.solve.store import LayerStore, scope_of
 from kapla.solve.workers import worker_pool
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -242,18 +243,26 @@ class ExhaustiveStrategy:
 
     def chains(self, search: Search) -> list[_Chain]:
         net, segsolver, schemes = search.net, search.segsolver, self.schemes(search)
-        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
-        for n, (i, j, inter) in enumerate(schemes):
+
+        def check() -> None:
             if self.time_budget is not None and time.perf_counter() - search.start > self.time_budget:
                 raise SearchBudgetExceeded(
                     f"the {self.name} network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
-                    f"after {n} of {len(schemes)} inter-layer schemes")
-            if n % 2 == 0:  # in small batches, so the budget is checked often
-                segsolver.prefetch(inter for _, _, inter in schemes[n: n + 2])
+                    f"after solving {len(segsolver.layer_cache.solved)} layers")
+
+        def layers_done(done: int, total: int) -> None:
+            if search.progress is not None:
+                search.progress("solving layers", done, total)
+
+        # every layer solve first, in the pool; then the segments, whose costing is cheap
+        segsolver.prefetch((inter for _, _, inter in schemes), layers_done, check)
+        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        for n, (i, j, inter) in enumerate(schemes):
+            check()
             found = segsolver.solve(inter)
             search.stats.solved += 1
             if search.progress is not None:
-                search.progress("solving segments", n + 1, len(schemes))
+                search.progress("costing segments", n + 1, len(schemes))
             if found is None:
                 if len(inter.layers) == 1:
                     raise self.unsolvable(net[inter.layers[0]], search)
@@ -297,13 +306,15 @@ class RandomStrategy(ExhaustiveStrategy):
 
 def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objective: Objective | str = "energy", *,
                      strategy: NetworkStrategy | None = None, progress: Progress | None = None,
-                     jobs: int | None = None) -> ScheduleResult:
+                     jobs: int | None = None, store: LayerStore | None = None) -> ScheduleResult:
     """Schedule ``net`` on ``arch``: segments, their inter-layer schemes and every layer's scheme.
 
     ``strategy`` (default KAPLA's pruned search) chooses which segment chains
     are solved, each layer with the intra-layer ``solver``. ``jobs`` worker
     processes solve layers in parallel (default: one per CPU, at most 4); the
-    result does not depend on it.
+    result does not depend on it. With a ``store``, layer solves it holds are
+    taken from it and new ones recorded in it as they finish, so a run that
+    was stopped resumes without solving a layer twice.
     """
     obj = objective_of(objective)
     strategy = KaplaStrategy() if strategy is None else strategy
@@ -313,23 +324,28 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     best: _Best | None = None
     stats = PruneStats()
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
+    # one cache for both runs: a layer's key holds the buffer the pinned weights take
+    layers = LayerCache(scope_of(solver, arch, obj.name), store)
     with worker_pool(jobs) as pool:
         for pinned in runs:
-            found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool)
+            found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool,
+                            layers)
             if best is None or found[0] < best[0]:
                 best = found
     assert best is not None  # runs is never empty, and _search raises when it finds nothing
     _, chain, seg_results, pinned = best
+    extra = {} if store is None else {"layer_store": {"path": str(store.path), "reused": layers.reused,
+                                                      "solved": len(layers.solved) - layers.reused}}
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
-                   strategy.name)
+                   strategy.name, extra)
 
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
-            stats, pool) -> _Best:
+            stats, pool, layers: LayerCache) -> _Best:
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
-    segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool)
+    segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool, layers)
     singles = []
     plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
     all_schemes: list[tuple[int, int, InterScheme]] = []
@@ -373,7 +389,8 @@ def _pipelining(arch: ArchSpec) -> bool:
     return bool(arch.options.spatial_layer_pipe or arch.options.temporal_layer_pipe)
 
 
-def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, seconds, strategy) -> ScheduleResult:
+def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, seconds, strategy,
+            more: dict) -> ScheduleResult:
     layers = []
     energy: dict[str, float] = {}
     segments_info = []
@@ -393,7 +410,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
     energy.setdefault(STATIC, 0.0)
     total_time = sum(cost.time for _, cost in seg_results)
     extra = {"pinned": pinned, "segment_details": segments_info, "inter_layer_schemes": stats.to_dict(),
-             "strategy": strategy}
+             "strategy": strategy, **more}
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
         extra["pinned_load_j"] = sum(weight_words(net[n]) for n in order) * arch.levels[-1].access_energy

@@ -5,14 +5,17 @@
 solved on its region for where its data come from and go to, with the buffer
 space left beside pinned weights and the forwarded fmap piece that waits in
 its region, then repeated over the batch groups (:func:`outer_batch`).
-Layer solves are cached and may run in a process pool.
+Layer solves are cached for the whole network search (a layer solve depends
+on its shape, region, feed and reserve, not on the segment around it), may be
+kept in an on-disk :class:`~kapla.solve.store.LayerStore` to survive a kill,
+and run in a process pool.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -24,6 +27,7 @@ from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.solve.base import IntraSolver, NoSchemeError, Problem, shape_key
 from kapla.solve.inter import InterScheme, feed_of, placements
+from kapla.solve.store import LayerStore
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -56,6 +60,39 @@ class LayerKey:
 
 
 @dataclass
+class LayerCache:
+    """Layer solves by :class:`LayerKey`: in memory, and in ``store`` under ``scope`` if given."""
+
+    scope: str = ""
+    store: LayerStore | None = None
+    solved: dict[LayerKey, LayerScheme | None] = field(default_factory=dict)
+    reused: int = 0  # solves taken from the store
+
+    def __contains__(self, key: LayerKey) -> bool:
+        return key in self.solved or (self.store is not None and (self.scope, key) in self.store)
+
+    def __getitem__(self, key: LayerKey) -> LayerScheme | None:
+        if key not in self.solved:
+            if self.store is None:
+                raise KeyError(key)
+            self.solved[key] = self.store.get(self.scope, key)
+            self.reused += 1
+        return self.solved[key]
+
+    def __setitem__(self, key: LayerKey, scheme: LayerScheme | None) -> None:
+        self.solved[key] = scheme
+        if self.store is not None:
+            self.store.put(self.scope, key, scheme)
+
+
+#: ``progress(done, total)`` as layer solves finish; ``check()`` raises to stop the solving (a budget).
+LayerProgress = Callable[[int, int], None]
+Check = Callable[[], None]
+
+_POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
+
+
+@dataclass
 class SegmentSolver:
     """Solves inter-layer schemes with an intra-layer solver; caches layers by shape and feed."""
 
@@ -65,7 +102,7 @@ class SegmentSolver:
     objective: str
     reserve: int = 0
     pool: Executor | None = None
-    layer_cache: dict = field(default_factory=dict)
+    layer_cache: LayerCache = field(default_factory=LayerCache)
     cache: dict = field(default_factory=dict)
 
     def solve(self, inter: InterScheme) -> tuple[SegmentScheme, SegmentCost] | None:
@@ -87,8 +124,10 @@ class SegmentSolver:
         self.cache[inter] = found
         return found
 
-    def prefetch(self, inters: Iterable[InterScheme]) -> None:
-        """Solve the layers these schemes need that are not cached yet, in the pool if there is one."""
+    def prefetch(self, inters: Iterable[InterScheme], progress: LayerProgress | None = None,
+                 check: Check | None = None) -> None:
+        """Solve the layers these schemes need that are not solved yet, in the
+        pool if there is one; each solve is cached the moment it finishes."""
         jobs = {}
         for inter in inters:
             if inter in self.cache:
@@ -98,12 +137,26 @@ class SegmentSolver:
                 if key not in self.layer_cache and key not in jobs:
                     jobs[key] = key.problem(self.arch, self.objective)
         solve = partial(_solve_layer, self.solver)
-        if self.pool is not None and len(jobs) > 1:
-            for key, scheme in zip(jobs, self.pool.map(solve, jobs.values()), strict=True):
-                self.layer_cache[key] = scheme
-        else:
-            for key, problem in jobs.items():
+        total = len(jobs)
+        if self.pool is None or total <= 1:
+            for n, (key, problem) in enumerate(jobs.items()):
+                if check is not None:
+                    check()
                 self.layer_cache[key] = solve(problem)
+                if progress is not None:
+                    progress(n + 1, total)
+            return
+        pending = {self.pool.submit(solve, problem): key for key, problem in jobs.items()}
+        done = 0
+        while pending:
+            finished, _ = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in finished:
+                self.layer_cache[pending.pop(future)] = future.result()
+                done += 1
+            if finished and progress is not None:
+                progress(done, total)
+            if check is not None and pending:
+                check()
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         """What the layer's scheme depends on in this segment."""
