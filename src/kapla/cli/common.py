@@ -88,7 +88,7 @@ class _ProgressLog:
         rate = (done - self.stage_done) / max(now - self.stage_start, 1e-9)
         if rate > 0 and total >= done:
             line += f", about {_clock((total - done) / rate)} left in this stage"
-        err_console.print(line, markup=False, highlight=False)
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _clock(seconds: float) -> str:

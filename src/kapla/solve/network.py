@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
@@ -81,15 +81,25 @@ class SearchBudgetExceeded(KaplaError):
 
 @dataclass
 class PruneStats:
-    """How many inter-layer schemes each stage of KAPLA's search kept (the paper's Table VI)."""
+    """How many inter-layer schemes each stage of KAPLA's search kept, in all
+    and per segment (the paper's Table VI counts one segment)."""
 
     considered: int = 0
     valid: int = 0
     pareto: int = 0
     solved: int = 0
+    #: per segment (its layers): [considered, valid, pareto]
+    by_segment: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
+
+    def count(self, layers: tuple[str, ...], stage: int) -> None:
+        self.by_segment.setdefault(layers, [0, 0, 0])[stage] += 1
 
     def to_dict(self) -> dict[str, int]:
         return {"considered": self.considered, "valid": self.valid, "pareto": self.pareto, "solved": self.solved}
+
+    def segments(self) -> list[dict[str, object]]:
+        return [{"layers": list(layers), "considered": c, "valid": v, "pareto": p}
+                for layers, (c, v, p) in self.by_segment.items()]
 
 
 # ---------------------------------------------------------------- the search
@@ -124,6 +134,8 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
 
 
 MAX_ROUNDS = 6
+
+STOP_MARGIN = 0.1  # seconds a budgeted search keeps to stop its workers and return in time
 
 
 @dataclass
@@ -191,6 +203,8 @@ class KaplaStrategy:
         for layers, cands in by_segment.items():
             kept = pareto(cands)
             stats.pareto += len(kept)
+            for _ in kept:
+                stats.count(layers, 2)
             i, j = spans[layers]
             for inter, est in kept:
                 found = segsolver.cache.get(inter)
@@ -244,11 +258,16 @@ class ExhaustiveStrategy:
     def chains(self, search: Search) -> list[_Chain]:
         net, segsolver, schemes = search.net, search.segsolver, self.schemes(search)
 
-        def check() -> None:
-            if self.time_budget is not None and time.perf_counter() - search.start > self.time_budget:
+        def check() -> float | None:
+            if self.time_budget is None:
+                return None
+            # stop a little early: terminating the workers and returning take time too
+            left = search.start + self.time_budget - STOP_MARGIN - time.perf_counter()
+            if left <= 0:
                 raise SearchBudgetExceeded(
                     f"the {self.name} network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
                     f"after solving {len(segsolver.layer_cache.solved)} layers")
+            return left
 
         def layers_done(done: int, total: int) -> None:
             if search.progress is not None:
@@ -335,7 +354,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     assert best is not None  # runs is never empty, and _search raises when it finds nothing
     _, chain, seg_results, pinned = best
     extra = {} if store is None else {"layer_store": {"path": str(store.path), "reused": layers.reused,
-                                                      "solved": len(layers.solved) - layers.reused}}
+                                                      "solved": layers.new}}
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
                    strategy.name, extra)
 
@@ -353,9 +372,11 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
         for plan in ending:
             for inter in inter_schemes(net, arch, plan, pinned):
                 stats.considered += 1
+                stats.count(plan.layers, 0)
                 if not may_fit(net, arch, inter, reserve):
                     continue
                 stats.valid += 1
+                stats.count(plan.layers, 1)
                 all_schemes.append((index[plan.layers[0]], j, inter))
                 if len(plan) == 1:
                     singles.append(inter)
@@ -410,7 +431,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
     energy.setdefault(STATIC, 0.0)
     total_time = sum(cost.time for _, cost in seg_results)
     extra = {"pinned": pinned, "segment_details": segments_info, "inter_layer_schemes": stats.to_dict(),
-             "strategy": strategy, **more}
+             "inter_layer_schemes_by_segment": stats.segments(), "strategy": strategy, **more}
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
         extra["pinned_load_j"] = sum(weight_words(net[n]) for n in order) * arch.levels[-1].access_energy

@@ -66,28 +66,34 @@ class LayerCache:
     scope: str = ""
     store: LayerStore | None = None
     solved: dict[LayerKey, LayerScheme | None] = field(default_factory=dict)
-    reused: int = 0  # solves taken from the store
+    reused: int = 0  # solves this run took from the store
+    new: int = 0  # solves this run made
 
     def __contains__(self, key: LayerKey) -> bool:
-        return key in self.solved or (self.store is not None and (self.scope, key) in self.store)
+        if key in self.solved:
+            return True
+        if self.store is None or (self.scope, key) not in self.store:
+            return False
+        self.solved[key] = self.store.get(self.scope, key)
+        self.reused += 1
+        return True
 
     def __getitem__(self, key: LayerKey) -> LayerScheme | None:
-        if key not in self.solved:
-            if self.store is None:
-                raise KeyError(key)
-            self.solved[key] = self.store.get(self.scope, key)
-            self.reused += 1
+        if key not in self:
+            raise KeyError(key)
         return self.solved[key]
 
     def __setitem__(self, key: LayerKey, scheme: LayerScheme | None) -> None:
         self.solved[key] = scheme
+        self.new += 1
         if self.store is not None:
             self.store.put(self.scope, key, scheme)
 
 
-#: ``progress(done, total)`` as layer solves finish; ``check()`` raises to stop the solving (a budget).
+#: ``progress(done, total)`` as layer solves finish.
 LayerProgress = Callable[[int, int], None]
-Check = Callable[[], None]
+#: ``check()`` raises to stop the solving (a budget ran out), else returns the seconds left (None: no limit).
+Check = Callable[[], float | None]
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
 
@@ -148,15 +154,17 @@ class SegmentSolver:
             return
         pending = {self.pool.submit(solve, problem): key for key, problem in jobs.items()}
         done = 0
+        left = None if check is None else check()
         while pending:
-            finished, _ = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
+            finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 self.layer_cache[pending.pop(future)] = future.result()
                 done += 1
             if finished and progress is not None:
                 progress(done, total)
             if check is not None and pending:
-                check()
+                left = check()
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         """What the layer's scheme depends on in this segment."""

@@ -1,0 +1,65 @@
+"""A long exhaustive network search resumes from its layer store: killed
+mid-run (SIGKILL, no cleanup) and started again, it takes every recorded
+layer solve, solves only the rest, and returns what an uninterrupted run
+returns."""
+
+import io
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+from kapla.solve.store import LayerStore
+
+RUN = [sys.executable, "-m", "kapla.cli.main", "schedule", "examples/tiny_cnn.yaml", "--arch", "edge",
+       "--solver", "exhaustive", "--jobs", "1"]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _records(path) -> int:
+    """Complete records in a store another process is writing (the header included)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    stream, n = io.BytesIO(data), 0
+    while True:
+        try:
+            pickle.load(stream)
+        except Exception:
+            return n
+        n += 1
+
+
+def _run(store, out) -> dict:
+    subprocess.run(RUN + ["--store", str(store), "--json", str(out)], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    return json.loads(out.read_text())
+
+
+def test_a_killed_exhaustive_run_resumes_without_redoing_work(tmp_path):
+    whole = _run(tmp_path / "whole.store", tmp_path / "whole.json")
+    total = whole["layer_store"]["solved"]
+    assert total > 20
+
+    store = tmp_path / "killed.store"
+    run = subprocess.Popen(RUN + ["--store", str(store)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _records(store) < 1 + total // 3 and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=30)
+    with LayerStore(store) as kept:
+        finished = len(kept)
+    assert 0 < finished < total, "the kill must land mid-run"
+
+    resumed = _run(store, tmp_path / "resumed.json")
+    info = resumed["layer_store"]
+    assert info["reused"] == finished  # nothing recorded was lost or solved again
+    assert info["reused"] + info["solved"] == total  # and nothing else was solved twice
+    assert resumed["energy_j"] == whole["energy_j"] and resumed["time_cycles"] == whole["time_cycles"]
+    assert resumed["segments"] == whole["segments"]

@@ -1,0 +1,22 @@
+"""``kapla.compare``: every budgeted solver stops within the budget it is given."""
+
+import kapla.compare as cmp
+
+BUDGET = 2.0
+
+
+def test_each_solver_takes_no_more_than_its_budget():
+    result = cmp.compare("alexnet", "multinode_4x4", ["exhaustive", "random", "ml"], budget=BUDGET,
+                         options={"random": {"p": 0.5}}, jobs=2)
+    statuses = {run.solver: run.status for run in result.runs}
+    assert statuses["exhaustive"] == cmp.BUDGET and statuses["ml"] == cmp.BUDGET  # they need minutes here
+    for run in result.runs:
+        assert run.seconds <= BUDGET, f"{run.solver} took {run.seconds:.2f} s of a {BUDGET:g} s budget"
+        assert (run.result is None) == (run.status != cmp.OK)
+
+
+def test_a_budget_run_in_one_process_stops_between_layer_solves():
+    # no workers to stop: the search stops once the layer in progress is solved
+    result = cmp.compare("alexnet", "multinode_4x4", ["exhaustive"], budget=0.5, jobs=1)
+    (run,) = result.runs
+    assert run.status == cmp.BUDGET and "ran out of its 0.5 s budget" in run.message
