@@ -345,7 +345,9 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
     # one cache for both runs: a layer's key holds the buffer the pinned weights take
     layers = LayerCache(scope_of(solver, arch, obj.name), store)
-    with worker_pool(jobs) as pool:
+    # A budget is kept by stopping workers: even one job then solves in a worker process.
+    budgeted = getattr(strategy, "time_budget", None) is not None
+    with worker_pool(jobs, always=budgeted) as pool:
         for pinned in runs:
             found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool,
                             layers)

@@ -144,7 +144,7 @@ class SegmentSolver:
                     jobs[key] = key.problem(self.arch, self.objective)
         solve = partial(_solve_layer, self.solver)
         total = len(jobs)
-        if self.pool is None or total <= 1:
+        if self.pool is None or (total <= 1 and check is None):
             for n, (key, problem) in enumerate(jobs.items()):
                 if check is not None:
                     check()

@@ -19,12 +19,13 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of ``jobs`` workers (None for a single job: solve in this process)."""
-    if jobs <= 1:
+def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of ``jobs`` workers (None for a single job, solving in this
+    process, unless ``always``: a worker can be stopped mid-solve, this process cannot)."""
+    if jobs <= 1 and not always:
         yield None
         return
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
+    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context("forkserver"),
                                initializer=_ignore_interrupts)
     previous = None
     if threading.current_thread() is threading.main_thread():
