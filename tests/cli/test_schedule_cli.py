@@ -79,3 +79,27 @@ def test_schedule_pipelining_switches_and_top_k():
     assert piped["energy_j"] <= data["energy_j"]
     bad = run("schedule", "alexnet", "--top-k", "0")
     assert bad.exit_code == 2 and "--top-k" in bad.output
+
+
+def test_a_store_is_reused_and_reported(tmp_path):
+    store = tmp_path / "layers.store"
+    args = ("schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--no-directives", "--jobs", "1",
+            "--store", str(store))
+    first, again = run(*args), run(*args)
+    assert first.exit_code == 0 and again.exit_code == 0, first.output + again.output
+    solved = int(re.search(r"layer store .*: 0 layer solves reused, (\d+) solved", first.output).group(1))
+    assert solved >= 3
+    assert f"{solved} layer solves reused, 0 solved" in again.output
+    energy = re.compile(r"energy ([\d.]+) mJ")
+    assert energy.search(first.output).group(1) == energy.search(again.output).group(1)
+
+
+def test_a_bad_store_is_one_error_before_solving(tmp_path):
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("hello\n")
+    for target, message in ((foreign, "is not a kapla layer store"),
+                            (tmp_path / "no" / "such.store", "cannot open layer store")):
+        result = run("schedule", "alexnet", "--store", str(target))
+        assert result.exit_code == 2
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output

@@ -93,7 +93,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     stored = result.extra.get("layer_store")
     if stored:
         console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
-                      f"{stored['solved']:,} solved and recorded")
+                      f"{stored['solved']:,} solved and recorded", soft_wrap=True, markup=False)
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}")
