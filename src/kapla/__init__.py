@@ -4,12 +4,6 @@ from kapla.errors import KaplaError
 
 __version__ = "0.1.0"
 
-
-def schedule(*args, **kwargs):
-    """Schedule a network on an accelerator; see :func:`kapla.api.schedule`."""
-    from kapla.api import schedule as _schedule
-
-    return _schedule(*args, **kwargs)
-
+from kapla.api import schedule  # noqa: E402 - after __version__, which the modules it imports may read
 
 __all__ = ["KaplaError", "__version__", "schedule"]

@@ -14,11 +14,13 @@ from typing import Any
 
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
+from kapla.errors import KaplaError
 from kapla.model.objective import objective_of
 from kapla.solve.network import Progress, schedule_network
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver
 from kapla.solve.result import ScheduleResult
 from kapla.solve.store import LayerStore
+from kapla.solve.workers import check_jobs
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
@@ -60,12 +62,16 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
         hw = hw.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
     if not buffer_sharing:
         hw = hw.with_options(buffer_sharing=False)
+    check_jobs(jobs)
     options = dict(solver_options or {})
     if solver in SOLVERS:
         accepted = accepted_options(solver)
         if "top_k" in accepted:
             options.setdefault("top_k", top_k)
-        if "time_budget" in accepted and time_budget is not None:
+        if time_budget is not None:
+            if "time_budget" not in accepted:
+                raise KaplaError(f"solver '{solver}' takes no time budget (solvers that do: "
+                                 f"{', '.join(n for n in SOLVERS if 'time_budget' in accepted_options(n))})")
             options.setdefault("time_budget", time_budget)
     strategy, intra = make_solver(solver, options)
     if store is None or isinstance(store, LayerStore):

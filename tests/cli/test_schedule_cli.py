@@ -103,3 +103,31 @@ def test_a_bad_store_is_one_error_before_solving(tmp_path):
         assert result.exit_code == 2
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
+
+
+def test_usage_errors_are_one_error_line():
+    for args, message in ((("schedule", "--bogus"), "No such option '--bogus'"),
+                          (("schedule", "--batch", "0"), "Invalid value for '--batch'"),
+                          (("nope",), "No such command 'nope'")):
+        result = run(*args)
+        assert result.exit_code == 2
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
+
+
+def test_an_unwritable_json_target_is_refused_before_solving(monkeypatch):
+    import kapla.cli.schedule_cmd as cmd
+
+    def never(*args, **kwargs):
+        raise AssertionError("solved before checking the output path")
+
+    monkeypatch.setattr(cmd, "schedule", never)
+    result = run("schedule", "alexnet", "--json", "/nonexistent/x.json")
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: --json /nonexistent/x.json: its directory does not exist"
+
+
+def test_a_budget_for_a_solver_without_one_says_so():
+    result = run("schedule", "mlp_s", "--budget", "5")
+    assert result.exit_code == 2
+    assert "error: solver 'kapla' takes no time budget (solvers that do: exhaustive, random, ml)" in result.output

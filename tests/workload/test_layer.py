@@ -48,7 +48,9 @@ def test_backward_phases_swap_shapes_and_keep_the_loop_nest():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(c=0), "c must be a positive integer"),
+    (dict(c=0), "input channels must be a positive integer"),
+    (dict(s=0), "filter height must be a positive integer"),
+    (dict(k=1 << 21), "output channels is 2,097,152; kapla handles sizes up to 1,048,576"),
     (dict(groups=3), "groups=3 must divide"),
     (dict(s=40, r=40), "does not fit"),
     (dict(pad=(-1, 0, 0, 0)), "padding must be non-negative"),

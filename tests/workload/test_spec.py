@@ -79,6 +79,18 @@ def with_layers(*layers):
      r"net.yaml: layers\[0\] \('a'\).colour: Extra inputs are not permitted"),
     (with_layers({"name": "a", "type": "conv", "inputs": "x", "out_channels": 4, "kernel": 9}),
      r"net.yaml: layers\[0\]: layer 'a': a 9x9 window does not fit the 8x8 input"),
+    (with_layers({"name": "a", "type": "conv", "inputs": "x", "out_channels": 4, "kernel": 0}),
+     r"net.yaml: layers\[0\] \('a'\).kernel: Input should be greater than 0$"),
+    (with_layers({"name": "a", "type": "conv", "inputs": "x", "out_channels": True, "kernel": 3}),
+     r"net.yaml: layers\[0\] \('a'\).out_channels: Input should be a valid integer"),
+    (with_layers({"name": "a", "type": "conv", "inputs": "x", "out_channels": 10**30, "kernel": 3}),
+     r"net.yaml: layers\[0\] \('a'\).out_channels: Input should be less than or equal to 1048576"),
+    (with_layers({"name": "a", "type": "conv", "inputs": "x", "out_channels": 4, "kernel": 3, "padding": -1}),
+     r"net.yaml: layers\[0\] \('a'\).padding: Input should be greater than or equal to 0"),
+    ({**base(), "inputs": {"x": [0, 8, 8]}}, r"net.yaml: inputs.x\[0\]: Input should be greater than 0"),
+    ({**base(), "inputs": {"x": [3, 8]}},
+     r"net.yaml: inputs: input 'x': a shape is \[channels\] or \[channels, height, width\] \(got 2 numbers\)"),
+    ({**base(), "batch": 10**9}, r"net.yaml: batch: Input should be less than or equal to 1048576"),
     ({"name": "n", "layers": []}, r"net.yaml: inputs: Field required"),
     ([1, 2], r"net.yaml: expected a mapping"),
 ])
@@ -93,6 +105,24 @@ def test_malformed_yaml_names_the_line(tmp_path):
     path.write_text("name: n\nlayers: [\n  {name: a\n")
     with pytest.raises(SpecError, match=r"bad.yaml: malformed file at line \d+, column \d+"):
         load_network_file(path)
+
+
+def test_a_file_that_is_not_text_is_one_error(tmp_path):
+    path = tmp_path / "net.yaml"
+    path.write_bytes(b"name: n\nbatch: 1\n\xff\xfe garbage\n")
+    with pytest.raises(SpecError, match=r"net.yaml: not a text file \(byte 0xff at offset 17 is not UTF-8\)"):
+        load_network_file(path)
+
+
+def test_sizes_beyond_the_model_are_refused_up_front():
+    with pytest.raises(KaplaError, match="batch is 1,000,000,000; kapla handles batches up to 1,048,576"):
+        load_network("mlp_s", batch=10**9)
+    with pytest.raises(KaplaError, match="batch must be a positive integer \\(got 0\\)"):
+        load_network("mlp_s", batch=0)  # not the zoo's default 64
+    wide = with_layers({"name": "a", "type": "fc", "inputs": "x", "out_features": 1 << 20})
+    wide["inputs"] = {"x": [1 << 20]}
+    with pytest.raises(KaplaError, match="layer 'a' performs 2.25e\\+15 multiply-accumulates at batch 2048"):
+        parse_network(wide, "net.yaml", batch=2048)
 
 
 def test_missing_file_and_unknown_name():

@@ -31,17 +31,40 @@ EXIT_INTERRUPTED = 130
 
 
 class KaplaGroup(click.Group):
-    """A click group that turns user errors into one line and a non-zero exit."""
+    """A click group that turns user errors into one line and a non-zero exit:
+    kapla's own and click's usage errors alike."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            _error_line(exc.format_message() + hint)
+            sys.exit(EXIT_USER_ERROR)
+        except click.ClickException as exc:
+            _error_line(exc.format_message())
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            err_console.print("interrupted", markup=False)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KaplaError as exc:
-            err_console.print(f"error: {exc}", markup=False, soft_wrap=True)
+            _error_line(str(exc))
             sys.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             err_console.print("interrupted", markup=False)
             sys.exit(EXIT_INTERRUPTED)
+
+
+def _error_line(message: str) -> None:
+    err_console.print("error: " + " ".join(message.split()), markup=False, soft_wrap=True)
 
 
 LOG_EVERY_SECONDS = 30.0  # off a terminal: a progress line at most this often (none for shorter runs)
@@ -101,6 +124,17 @@ def json_option(f):
     """``--json [FILE]``: one JSON object to stdout, or to FILE."""
     return click.option("--json", "json_out", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
                         help="Print one JSON object instead of tables (to FILE if given).")(f)
+
+
+def check_output(target: str | None, what: str) -> None:
+    """Fail before any work if ``target`` (a file to write; None or "-" for none) cannot be written there."""
+    if target in (None, "-"):
+        return
+    path = Path(target)
+    if not path.resolve().parent.is_dir():
+        raise KaplaError(f"{what} {target}: its directory does not exist")
+    if path.is_dir():
+        raise KaplaError(f"{what} {target}: is a directory")
 
 
 def emit_json(data: Any, target: str) -> None:

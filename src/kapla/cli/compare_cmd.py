@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.cli.common import console, emit_json, err_console, json_option, progress_bar
+from kapla.cli.common import check_output, console, emit_json, err_console, json_option, progress_bar
 from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_plot_target, check_solvers, compare, plot
 from kapla.errors import KaplaError
@@ -58,9 +56,8 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
         if not dot or not option:
             raise KaplaError(f"--option {key}: expected SOLVER.KEY=VALUE, e.g. random.p=0.85")
         options.setdefault(solver, {})[option] = value
-    for target, what in ((json_out, "--json"), (plot_path, "--plot")):
-        if target not in (None, "-") and not Path(target).resolve().parent.is_dir():
-            raise KaplaError(f"{what} {target}: its directory does not exist")
+    check_output(json_out, "--json")
+    check_output(plot_path, "--plot")
     if plot_path is not None:
         check_plot_target(plot_path)
     network = load_network(net, batch=batch, training=training)

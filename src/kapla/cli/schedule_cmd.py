@@ -8,7 +8,7 @@ from rich.table import Table
 
 from kapla.api import schedule
 from kapla.arch import load_arch
-from kapla.cli.common import console, emit_json, json_option, progress_bar
+from kapla.cli.common import check_output, console, emit_json, json_option, progress_bar
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
@@ -56,6 +56,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     directives of every layer, the segments, a per-layer summary, the energy
     breakdown and the time; --json writes the same as one JSON object.
     """
+    check_output(json_out, "--json")
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:

@@ -64,7 +64,7 @@ from kapla.solve.result import LayerResult, ScheduleResult
 from kapla.solve.segment_solver import LayerCache, SegmentSolver
 from kapla.solve.segments import SegmentPlan, segment_plans
 from kapla.solve.store import LayerStore, scope_of
-from kapla.solve.workers import worker_pool
+from kapla.solve.workers import check_jobs, worker_pool
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -342,6 +342,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     runs = [False] + ([True] if reserve is not None else [])
     best: _Best | None = None
     stats = PruneStats()
+    check_jobs(jobs)
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
     # one cache for both runs: a layer's key holds the buffer the pinned weights take
     layers = LayerCache(scope_of(solver, arch, obj.name), store)

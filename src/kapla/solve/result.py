@@ -7,7 +7,15 @@ from typing import Any
 
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.listing import format_scheme
+from kapla.errors import KaplaError
 from kapla.model.evaluate import LayerCost
+
+
+class UnknownLayerError(KaplaError, KeyError):
+    """A layer name the schedule does not hold (a KeyError too, as a mapping's lookup would raise)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,8 @@ class ScheduleResult:
         for lr in self.layers:
             if lr.name == name:
                 return lr
-        raise KeyError(name)
+        raise UnknownLayerError(f"no layer '{name}' in the schedule of '{self.network}' (layers: "
+                                f"{', '.join(lr.name for lr in self.layers)})")
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,15 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
+from kapla.errors import KaplaError
+
+
+def check_jobs(jobs: int | None) -> int | None:
+    """``jobs`` as a worker count: None (the default) or a whole number of at least 1."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise KaplaError(f"jobs must be a whole number of at least 1 (got {jobs!r})")
+    return jobs
+
 
 @contextmanager
 def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor | None]:
@@ -57,4 +66,4 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["worker_pool"]
+__all__ = ["check_jobs", "worker_pool"]

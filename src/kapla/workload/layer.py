@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kapla.errors import NetworkError
+from kapla.workload.limits import MAX_SIZE
 
 
 class Op(enum.StrEnum):
@@ -102,6 +103,11 @@ def _out_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int,
     return steps + 1
 
 
+#: The words a message uses for a layer's fields (its spec's keys say kernel, channels...).
+_FIELD_NAMES = {"c": "input channels", "k": "output channels", "h": "input height", "w": "input width",
+                "s": "filter height", "r": "filter width", "n_inputs": "operand count"}
+
+
 @dataclass(frozen=True)
 class Layer:
     """One layer: its geometry, its operation and which training phase it is.
@@ -137,8 +143,11 @@ class Layer:
         where = f"layer '{self.name}'"
         for fname in ("c", "k", "h", "w", "s", "r", "groups", "n_inputs"):
             value = getattr(self, fname)
+            what = _FIELD_NAMES.get(fname, fname)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise NetworkError(f"{where}: {fname} must be a positive integer (got {value!r})")
+                raise NetworkError(f"{where}: {what} must be a positive integer (got {value!r})")
+            if value > MAX_SIZE:
+                raise NetworkError(f"{where}: {what} is {value:,}; kapla handles sizes up to {MAX_SIZE:,}")
         if any(v < 1 for v in self.stride) or any(v < 1 for v in self.dilation):
             raise NetworkError(f"{where}: stride and dilation must be positive (got {self.stride}, {self.dilation})")
         if any(v < 0 for v in self.pad):

@@ -21,7 +21,7 @@ def load_network(source: str | Path, batch: int | None = None, training: bool = 
     text = str(source)
     path = Path(text)
     if isinstance(source, str) and canonical_name(text) is not None and not path.is_file():
-        net = get_network(text, batch or DEFAULT_BATCH)
+        net = get_network(text, DEFAULT_BATCH if batch is None else batch)
     elif path.suffix.lower() == ".onnx":
         from kapla.workload.onnx_import import load_onnx
 

@@ -20,6 +20,7 @@ import networkx as nx
 
 from kapla.errors import NetworkError
 from kapla.workload.layer import FmapShape, Layer, Merge, Op, Phase, Port
+from kapla.workload.limits import MAX_MACS, MAX_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +134,6 @@ class Network:
         A training network's backward layers do not depend on the batch, so
         re-batching is safe for both inference and training networks.
         """
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise NetworkError(f"network '{self.name}': batch must be a positive integer (got {batch!r})")
         return replace(self, batch=batch)
 
     def to_training(self) -> Network:
@@ -151,6 +150,13 @@ def _validate(net: Network) -> None:
     where = f"network '{net.name}'"
     if not isinstance(net.batch, int) or isinstance(net.batch, bool) or net.batch < 1:
         raise NetworkError(f"{where}: batch must be a positive integer (got {net.batch!r})")
+    if net.batch > MAX_SIZE:
+        raise NetworkError(f"{where}: batch is {net.batch:,}; kapla handles batches up to {MAX_SIZE:,}")
+    for layer in net.layers:
+        if layer.macs * net.batch > MAX_MACS:
+            raise NetworkError(f"{where}: layer '{layer.name}' performs {layer.macs * net.batch:.3g} "
+                               f"multiply-accumulates at batch {net.batch}; kapla handles up to {MAX_MACS:.3g} "
+                               "per layer")
     if not net.layers:
         raise NetworkError(f"{where}: has no layers")
     names: dict[str, str] = {n: "input" for n in net.inputs}

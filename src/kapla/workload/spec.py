@@ -23,14 +23,19 @@ from typing import Annotated, Any, Literal
 
 import networkx as nx
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from kapla.errors import NetworkError, SpecError
+from kapla.workload.limits import MAX_SIZE
 from kapla.workload.network import Network, NetworkBuilder
 
-IntPair = int | tuple[int, int]
-Padding = int | tuple[int, int] | tuple[int, int, int, int]
-PositiveInt = Annotated[int, Field(gt=0)]
+# Strict: a YAML ``true`` is not the count 1. Sizes are bounded here, where the
+# user wrote them, so the message names the field (the bound's reason: limits.py).
+PositiveInt = Annotated[int, Strict(), Field(gt=0, le=MAX_SIZE)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0, le=MAX_SIZE)]
+IntPair = PositiveInt | tuple[PositiveInt, PositiveInt]
+Padding = NonNegativeInt | tuple[NonNegativeInt, NonNegativeInt] | tuple[
+    NonNegativeInt, NonNegativeInt, NonNegativeInt, NonNegativeInt]
 
 
 class _LayerSpec(BaseModel):
@@ -126,7 +131,16 @@ class NetworkSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     batch: PositiveInt = 1
-    inputs: dict[str, tuple[PositiveInt] | tuple[PositiveInt, PositiveInt, PositiveInt]] = Field(min_length=1)
+    inputs: dict[str, tuple[PositiveInt, ...]] = Field(min_length=1)
+
+    @field_validator("inputs")
+    @classmethod
+    def _shapes(cls, v: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        for name, shape in v.items():
+            if len(shape) not in (1, 3):
+                raise ValueError(f"input '{name}': a shape is [channels] or [channels, height, width] "
+                                 f"(got {len(shape)} numbers)")
+        return v
     layers: list[dict[str, Any]] = Field(min_length=1)
 
 
@@ -138,9 +152,16 @@ def _where(loc: tuple) -> str:
 
 
 def _first_error(exc: ValidationError, prefix: str) -> str:
-    err = exc.errors()[0]
-    loc = _where(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("tuple[", "int")))))
-    return f"{prefix}{loc}: {err['msg']}" if loc else f"{prefix}{err['msg']}"
+    errors = exc.errors()
+    # a value that fits no member of a union (``kernel: 0``) is reported for its
+    # simplest reading, the single number, not for the tuple forms it does not use
+    err = next((e for e in errors if not any(isinstance(p, str) and p.startswith("tuple[") for p in e["loc"])),
+               errors[0])
+    # pydantic names union members in the location ("tuple[int, int]", "constrained-int"): not the user's words
+    member = ("tuple[", "int", "constrained-")
+    loc = _where(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(member))))
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{prefix}{loc}: {msg}" if loc else f"{prefix}{msg}"
 
 
 def _layer_spec(raw: Any, index: int, source: str) -> _LayerSpec:
@@ -211,9 +232,12 @@ def load_network_file(path: str | Path, batch: int | None = None) -> Network:
     """Read a YAML or JSON network file (``batch`` overrides the file's batch)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read network file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} is "
+                        "not UTF-8)") from None
     try:
         data = yaml.safe_load(text)  # YAML is a superset of JSON
     except yaml.YAMLError as exc:
