@@ -131,6 +131,12 @@ def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers:
         except NoSchemeError as exc:
             runs.append(SolverRun(name, NO_SCHEME, time.perf_counter() - start, message=str(exc)))
             continue
+        stopped = result.extra.get("stopped")
+        if stopped is not None:  # the best of a search cut short is not the solver's result
+            if stopped["by"] == "interrupt":
+                raise KeyboardInterrupt
+            runs.append(SolverRun(name, BUDGET, time.perf_counter() - start, message=stopped["reason"]))
+            continue
         status = OK if result.valid else NO_SCHEME
         runs.append(SolverRun(name, status, result.solver_seconds, result if status == OK else None))
     return Comparison(net.name, hw.name, net.batch, net.training, objective, tuple(runs))

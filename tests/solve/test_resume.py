@@ -63,3 +63,23 @@ def test_a_killed_exhaustive_run_resumes_without_redoing_work(tmp_path):
     assert info["reused"] + info["solved"] == total  # and nothing else was solved twice
     assert resumed["energy_j"] == whole["energy_j"] and resumed["time_cycles"] == whole["time_cycles"]
     assert resumed["segments"] == whole["segments"]
+
+
+def test_ctrl_c_returns_the_best_schedule_of_what_was_solved(tmp_path):
+    store, out = tmp_path / "run.store", tmp_path / "run.json"
+    layers = 7  # tiny_cnn's layers
+    run = subprocess.Popen([sys.executable, "-m", "kapla.cli.main", "schedule", "examples/tiny_cnn.yaml", "--arch",
+                            "multinode_4x4", "--solver", "exhaustive", "--jobs", "1", "--no-directives",
+                            "--store", str(store), "--json", str(out)],
+                           cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
+    deadline = time.monotonic() + 120
+    while _records(store) < 1 + layers and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.01)  # each layer alone is solved first (one job: in order)
+    os.killpg(run.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
+    stdout, _ = run.communicate(timeout=60)
+    assert run.returncode == 130
+    assert "INCOMPLETE: interrupted; the best schedule of the" in stdout
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and data["stopped"]["by"] == "interrupt" and data["valid"]
+    assert sorted(name for seg in data["segments"] for name in seg) == sorted(lr["name"] for lr in data["layers"])

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 import yaml
 from rich.table import Table
 
 from kapla.api import schedule
 from kapla.arch import load_arch
-from kapla.cli.common import check_output, console, emit_json, json_option, progress_bar
+from kapla.cli.common import EXIT_INTERRUPTED, check_output, console, emit_json, json_option, progress_bar
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
@@ -66,6 +68,8 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
+            if result.extra.get("stopped", {}).get("by") == "interrupt":
+                sys.exit(EXIT_INTERRUPTED)
             return
     if directives:
         for lr in result.layers:
@@ -98,6 +102,11 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}")
+    stopped = result.extra.get("stopped")
+    if stopped is not None:
+        console.print(f"INCOMPLETE: {stopped['reason']}", markup=False, soft_wrap=True)
+        if stopped["by"] == "interrupt":
+            sys.exit(EXIT_INTERRUPTED)
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, object]:

@@ -154,6 +154,9 @@ class Search:
     stats: PruneStats
     progress: Progress | None
     start: float
+    #: why the strategy stopped early (its budget ran out, or Ctrl-C), returning the best of what it solved
+    stopped: str | None = None
+    interrupted: bool = False
 
     def key(self, found) -> Key:
         return self.objective.additive(found[1].total_energy, found[1].time)
@@ -256,7 +259,10 @@ class ExhaustiveStrategy:
         self.time_budget = time_budget
 
     def chains(self, search: Search) -> list[_Chain]:
-        net, segsolver, schemes = search.net, search.segsolver, self.schemes(search)
+        net, segsolver = search.net, search.segsolver
+        # the layer-by-layer chain first: once it is solved, a stop still leaves a whole schedule
+        fallback = set(search.singles)
+        schemes = sorted(self.schemes(search), key=lambda s: (s[2] not in fallback, len(s[2].layers) > 1))
 
         def check() -> float | None:
             if self.time_budget is None:
@@ -274,20 +280,41 @@ class ExhaustiveStrategy:
                 search.progress("solving layers", done, total)
 
         # every layer solve first, in the pool; then the segments, whose costing is cheap
-        segsolver.prefetch((inter for _, _, inter in schemes), layers_done, check)
+        stop: BaseException | None = None
+        try:
+            segsolver.prefetch((inter for _, _, inter in schemes), layers_done, check)
+        except (SearchBudgetExceeded, KeyboardInterrupt) as exc:
+            segsolver.stop()
+            stop = exc
         options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
         for n, (i, j, inter) in enumerate(schemes):
-            check()
+            if stop is not None:
+                if not segsolver.solved(inter):
+                    continue
+            else:
+                try:
+                    check()
+                except SearchBudgetExceeded as exc:
+                    stop = exc
+                    continue
             found = segsolver.solve(inter)
             search.stats.solved += 1
-            if search.progress is not None:
+            if search.progress is not None and stop is None:
                 search.progress("costing segments", n + 1, len(schemes))
             if found is None:
                 if len(inter.layers) == 1:
                     raise self.unsolvable(net[inter.layers[0]], search)
                 continue
             options.setdefault(j, []).append((i, inter, search.key(found)))
-        return _top_chains(search.order, options, 1)
+        chains = _top_chains(search.order, options, 1)
+        if stop is not None:
+            if not chains:  # some layer was never solved: nothing whole to return
+                raise stop
+            search.interrupted = isinstance(stop, KeyboardInterrupt)
+            search.stopped = ("interrupted" if search.interrupted else str(stop)) + (
+                f"; the best schedule of the {search.stats.solved} inter-layer schemes solved of "
+                f"{len(schemes)}")
+        return chains
 
     def schemes(self, search: Search) -> list[tuple[int, int, InterScheme]]:
         """The inter-layer schemes to solve, with the span of layers each covers."""
@@ -349,21 +376,28 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     # A budget is kept by stopping workers: even one job then solves in a worker process.
     budgeted = getattr(strategy, "time_budget", None) is not None
     with worker_pool(jobs, always=budgeted) as pool:
+        stopped: Search | None = None
         for pinned in runs:
-            found = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats, pool,
-                            layers)
+            found, search = _search(net, arch, solver, obj, strategy, start, progress, pinned, reserve or 0, stats,
+                                    pool, layers)
             if best is None or found[0] < best[0]:
                 best = found
+            if search.stopped is not None:  # out of time (or interrupted): the other run is not started
+                stopped = search
+                break
     assert best is not None  # runs is never empty, and _search raises when it finds nothing
     _, chain, seg_results, pinned = best
-    extra = {} if store is None else {"layer_store": {"path": str(store.path), "reused": layers.reused,
-                                                      "solved": layers.new}}
+    extra: dict = {"complete": stopped is None}
+    if stopped is not None:
+        extra["stopped"] = {"by": "interrupt" if stopped.interrupted else "budget", "reason": stopped.stopped}
+    if store is not None:
+        extra["layer_store"] = {"path": str(store.path), "reused": layers.reused, "solved": layers.new}
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
                    strategy.name, extra)
 
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
-            stats, pool, layers: LayerCache) -> _Best:
+            stats, pool, layers: LayerCache) -> tuple[_Best, Search]:
     order = [layer.name for layer in net]
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
@@ -401,7 +435,7 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
             best = (key, chain.schemes, results, pinned)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
-    return best
+    return best, search
 
 
 def _complete(net: Network, layers: list[LayerResult]) -> bool:

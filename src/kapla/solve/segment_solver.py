@@ -28,6 +28,7 @@ from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.solve.base import IntraSolver, NoSchemeError, Problem, shape_key
 from kapla.solve.inter import InterScheme, feed_of, placements
 from kapla.solve.store import LayerStore
+from kapla.solve.workers import stop_workers
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -165,6 +166,16 @@ class SegmentSolver:
                 progress(done, total)
             if check is not None and pending:
                 left = check()
+
+    def solved(self, inter: InterScheme) -> bool:
+        """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
+        return inter in self.cache or all(self._key(inter, place) in self.layer_cache
+                                          for place in placements(self.net, self.arch, inter).values())
+
+    def stop(self) -> None:
+        """Stop the pool's workers at once, with whatever they are solving (a budget ran out)."""
+        if self.pool is not None:
+            stop_workers(self.pool)
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         """What the layer's scheme depends on in this segment."""

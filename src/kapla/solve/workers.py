@@ -14,7 +14,7 @@ import multiprocessing
 import signal
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 
 from kapla.errors import KaplaError
@@ -42,7 +42,7 @@ def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor
     try:
         yield pool
     except BaseException:
-        _stop(pool)
+        stop_workers(pool)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -50,7 +50,8 @@ def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor
             signal.signal(signal.SIGTERM, previous)
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def stop_workers(pool: Executor) -> None:
+    """Terminate the pool's workers, busy or not."""
     # The executor has no public way to stop busy workers before Python 3.14
     # (terminate_workers); its process table is the only handle on them.
     for process in list((getattr(pool, "_processes", None) or {}).values()):
@@ -66,4 +67,4 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["check_jobs", "worker_pool"]
+__all__ = ["check_jobs", "stop_workers", "worker_pool"]
