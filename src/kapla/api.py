@@ -14,7 +14,6 @@ from typing import Any
 
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
-from kapla.errors import KaplaError
 from kapla.model.objective import objective_of
 from kapla.solve.network import Progress, schedule_network
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver
@@ -68,12 +67,7 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
         accepted = accepted_options(solver)
         if "top_k" in accepted:
             options.setdefault("top_k", top_k)
-        if time_budget is not None:
-            if "time_budget" not in accepted:
-                raise KaplaError(f"solver '{solver}' takes no time budget (solvers that do: "
-                                 f"{', '.join(n for n in SOLVERS if 'time_budget' in accepted_options(n))})")
-            options.setdefault("time_budget", time_budget)
-    strategy, intra = make_solver(solver, options)
+    strategy, intra = make_solver(solver, options, budget=time_budget)
     if store is None or isinstance(store, LayerStore):
         return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs,
                                 store=store)

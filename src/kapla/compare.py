@@ -23,7 +23,7 @@ from kapla.errors import KaplaError
 from kapla.model.objective import objective_of
 from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
-from kapla.solve.registry import SOLVERS, accepted_options, make_solver
+from kapla.solve.registry import SOLVERS, accepted_options, make_solver, takes_budget
 from kapla.solve.result import ScheduleResult
 from kapla.solve.store import LayerStore
 from kapla.workload.network import Network
@@ -123,7 +123,7 @@ def compare(network: Network | str | Path, arch: ArchSpec | str | Path, solvers:
         start = time.perf_counter()
         try:
             result = schedule(net, hw, solver=name, solver_options=own, objective=objective,
-                              time_budget=budget if "time_budget" in accepted_options(name) else None, jobs=jobs,
+                              time_budget=budget if takes_budget(name) else None, jobs=jobs,
                               progress=None if progress is None else _tagged(progress, name), store=store)
         except SearchBudgetExceeded as exc:
             runs.append(SolverRun(name, BUDGET, time.perf_counter() - start, message=str(exc)))

@@ -78,3 +78,17 @@ def test_scopes_separate_solvers_settings_hardware_and_objectives():
               scope_of(RandomIntraSolver(p=0.5, seed=1), edge, "energy"),
               scope_of(RandomIntraSolver(p=0.5, seed=2), edge, "energy")}
     assert len(others) == 4 and base not in others
+
+
+def test_a_time_budget_is_not_part_of_the_scope_and_cut_solves_are_never_stored(tmp_path):
+    from kapla.solve.segment_solver import LayerCache
+
+    edge = load_arch("edge")
+    assert scope_of(ExhaustiveIntraSolver(time_budget=5.0), edge, "energy") == scope_of(ExhaustiveIntraSolver(),
+                                                                                       edge, "energy")
+    with LayerStore(tmp_path / "layers.store") as store:
+        cache = LayerCache("s", store)
+        cache.put("whole", ("scheme", True))
+        cache.put("cut short", ("best so far", False))  # its budget ran out: good for this run only
+        assert cache["cut short"] == "best so far" and ("s", "cut short") not in store
+        assert store.get("s", "whole") == "scheme" and store.added == 1

@@ -28,6 +28,7 @@ class IntraResult:
     cost: LayerCost
     evaluated: int  # complete schemes costed by the evaluator
     seconds: float
+    complete: bool = True  # False: the solver's time budget cut its search short (the best it found by then)
 
 
 @dataclass(frozen=True)

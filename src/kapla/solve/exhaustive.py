@@ -127,6 +127,7 @@ class _Solved(NamedTuple):
     scheme: LayerScheme | None
     evaluated: int
     seconds: float
+    complete: bool = True  # False: the budget stopped the search before it was exhaustive
 
 
 class ExhaustiveIntraSolver(IntraSolver):
@@ -145,14 +146,14 @@ class ExhaustiveIntraSolver(IntraSolver):
         key = problem.key
         if key not in self._solved:
             self._solved[key] = _solve(key, self.time_budget)
-        scheme, evaluated, seconds = self._solved[key]
+        scheme, evaluated, seconds, complete = self._solved[key]
         layer, batch, arch, feed = problem.layer, problem.batch, problem.arch, problem.feed
         if scheme is None:
             if evaluated and feed != FROM_DRAM:
                 raise feed_unmet(layer, batch, arch, feed, evaluated)
             raise no_scheme(layer, batch, arch)
         scheme = LayerScheme(layer, batch, scheme.unit, scheme.levels, ifm_name=problem.ifm_name)
-        return IntraResult(scheme, evaluate(scheme, arch, feed), evaluated, seconds)
+        return IntraResult(scheme, evaluate(scheme, arch, feed), evaluated, seconds, complete)
 
 
 def feed_unmet(layer: Layer, batch: int, arch: ArchSpec, feed: Feed, evaluated: int) -> NoSchemeError:
@@ -183,10 +184,12 @@ def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, bud
                    key=lambda pair: pair[0])
     best: tuple[tuple[float, float], LayerScheme] | None = None
     evaluated = 0
+    complete = True
     for bound, skel in skels:
         if best is not None and bound >= best[0]:
             break
         if budget is not None and time.perf_counter() - start > budget:
+            complete = False
             break
         found = enumerate_and_cost(skel, arch, objective, feed=feed)  # every blocking, costed in numpy batches
         evaluated += found.evaluated
@@ -194,8 +197,8 @@ def _solve_classic(layer: Layer, batch: int, arch: ArchSpec, objective: str, bud
         if found.blocking is not None and (best is None or key < best[0]):
             best = (key, build_scheme(skel, found.blocking))
     if best is None:
-        return _Solved(None, evaluated, time.perf_counter() - start)
-    return _Solved(best[1], evaluated, time.perf_counter() - start)
+        return _Solved(None, evaluated, time.perf_counter() - start, complete)
+    return _Solved(best[1], evaluated, time.perf_counter() - start, complete)
 
 
 def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
@@ -205,8 +208,10 @@ def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
     space = LayerSpace(problem)
     best: Found | None = None
     evaluated = 0
+    complete = True
     for frame in range(len(space)):
         if budget is not None and time.perf_counter() - start > budget:
+            complete = False
             break
         for chunk in space.blockings(frame):
             found = space.best(frame, chunk)
@@ -214,8 +219,8 @@ def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
             if found is not None and (best is None or found.key < best.key):
                 best = found
     if best is None:
-        return _Solved(None, evaluated, time.perf_counter() - start)
-    return _Solved(best.scheme, evaluated, time.perf_counter() - start)
+        return _Solved(None, evaluated, time.perf_counter() - start, complete)
+    return _Solved(best.scheme, evaluated, time.perf_counter() - start, complete)
 
 
 def _bound_key(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed) -> tuple[float, float]:

@@ -171,6 +171,7 @@ class MlIntraSolver(IntraSolver):
         values: list[float] = []
         best: tuple[tuple[float, float], np.ndarray] | None = None
         batch = configs.random(rng, self.batch)
+        cut = False
         for round_ in range(self.rounds):
             batch = np.array([c for c in dict.fromkeys(map(tuple, batch)) if c not in seen], dtype=np.int64)
             if len(batch):
@@ -184,6 +185,7 @@ class MlIntraSolver(IntraSolver):
             if round_ == self.rounds - 1:
                 break
             if self.time_budget is not None and time.perf_counter() - start > self.time_budget:
+                cut = True
                 break
             batch = self._propose(xgb, configs, rng, np.concatenate(measured), np.array(values), seen)
         if best is None:
@@ -192,7 +194,7 @@ class MlIntraSolver(IntraSolver):
                                 "measured; give it more rounds")
         scheme = configs.scheme(best[1])
         cost = evaluate(scheme, problem.arch, problem.feed)
-        return IntraResult(scheme, cost, len(seen), time.perf_counter() - start)
+        return IntraResult(scheme, cost, len(seen), time.perf_counter() - start, complete=not cut)
 
     def _propose(self, xgb, configs: _Configs, rng: np.random.Generator, measured: np.ndarray,
                  values: np.ndarray, seen: set[tuple[int, int, int]]) -> np.ndarray:

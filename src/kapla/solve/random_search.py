@@ -57,8 +57,12 @@ class RandomIntraSolver(IntraSolver):
         rng = generator(self.seed, problem.key)
         best: Found | None = None
         evaluated = 0
+        cut = False
+
         def out_of_time() -> bool:  # then the best found so far stands
-            return self.time_budget is not None and time.perf_counter() - start > self.time_budget
+            nonlocal cut
+            cut = cut or (self.time_budget is not None and time.perf_counter() - start > self.time_budget)
+            return cut
 
         for frame in space.sample_frames(rng, self.p):
             if out_of_time():
@@ -75,7 +79,7 @@ class RandomIntraSolver(IntraSolver):
             raise NoSchemeError(f"random search (p={self.p:g}, seed={self.seed}) found no valid scheme for layer "
                                 f"'{layer.name}' among the {evaluated} it evaluated; raise p")
         cost = evaluate(best.scheme, problem.arch, problem.feed)
-        return IntraResult(best.scheme, cost, evaluated, time.perf_counter() - start)
+        return IntraResult(best.scheme, cost, evaluated, time.perf_counter() - start, complete=not cut)
 
 
 __all__ = ["DEFAULT_P", "RandomIntraSolver", "check_probability", "check_seed", "generator"]

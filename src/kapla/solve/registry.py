@@ -80,9 +80,20 @@ def accepted_options(name: str) -> frozenset[str]:
     return frozenset(STRATEGIES[solver.strategy].options) | frozenset(INTRA[solver.intra].options)
 
 
-def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[NetworkStrategy, IntraSolver]:
+def takes_budget(name: str) -> bool:
+    """Whether solver ``name``'s network search can be bounded in time."""
+    return "time_budget" in STRATEGIES[SOLVERS[name].strategy].options
+
+
+def make_solver(name: str, options: Mapping[str, Any] | None = None,
+                budget: float | None = None) -> tuple[NetworkStrategy, IntraSolver]:
     """The strategy and intra-layer solver of solver ``name``, with ``options``
-    handed to whichever accepts each (KaplaError for an unknown name or option)."""
+    handed to whichever accepts each (KaplaError for an unknown name or option).
+
+    ``budget`` (seconds) bounds the whole network search: it goes to the
+    strategy, which stops the layer solves in flight when it runs out, and
+    not to the intra-layer solver (whose own ``time_budget`` option bounds
+    each layer solve and makes it return its best so far)."""
     try:
         solver = SOLVERS[name]
     except KeyError:
@@ -95,9 +106,15 @@ def make_solver(name: str, options: Mapping[str, Any] | None = None) -> tuple[Ne
             raise KaplaError(f"solver '{name}' has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
     for key, value in options.items():
         _check_option(name, key, value, strategy if key in strategy.options else intra)
+    own = {k: v for k, v in options.items() if k in strategy.options}
+    if budget is not None:
+        if not takes_budget(name):
+            raise KaplaError(f"solver '{name}' takes no time budget (solvers that do: "
+                             f"{', '.join(n for n in SOLVERS if takes_budget(n))})")
+        _check_option(name, "time_budget", budget, strategy)
+        own["time_budget"] = budget
     try:
-        return (strategy.make(**{k: v for k, v in options.items() if k in strategy.options}),
-                intra.make(**{k: v for k, v in options.items() if k in intra.options}))
+        return (strategy.make(**own), intra.make(**{k: v for k, v in options.items() if k in intra.options}))
     except (TypeError, ValueError) as exc:
         raise KaplaError(f"solver '{name}': {exc}") from None
 
@@ -141,4 +158,4 @@ register_solver("ml", "ML-guided search, the KAPLA paper's baseline M: every int
                 "exhaustive", "ml")
 
 __all__ = ["Entry", "accepted_options", "INTRA", "STRATEGIES", "SOLVERS", "Solver", "make_solver", "register_intra",
-           "register_solver", "register_strategy", "solver_names"]
+           "register_solver", "register_strategy", "solver_names", "takes_budget"]

@@ -60,6 +60,10 @@ class LayerKey:
         return None if local is None else Problem(self.layer, self.batch, local, objective, self.feed)
 
 
+#: A layer solve's scheme (None: no valid scheme) and whether its search ran to the end.
+Solved = tuple[LayerScheme | None, bool]
+
+
 @dataclass
 class LayerCache:
     """Layer solves by :class:`LayerKey`: in memory, and in ``store`` under ``scope`` if given."""
@@ -84,10 +88,12 @@ class LayerCache:
             raise KeyError(key)
         return self.solved[key]
 
-    def __setitem__(self, key: LayerKey, scheme: LayerScheme | None) -> None:
+    def put(self, key: LayerKey, solved: Solved) -> None:
+        """Record a solve; one its time budget cut short is kept for this run only, never stored."""
+        scheme, complete = solved
         self.solved[key] = scheme
         self.new += 1
-        if self.store is not None:
+        if self.store is not None and complete:
             self.store.put(self.scope, key, scheme)
 
 
@@ -149,7 +155,7 @@ class SegmentSolver:
             for n, (key, problem) in enumerate(jobs.items()):
                 if check is not None:
                     check()
-                self.layer_cache[key] = solve(problem)
+                self.layer_cache.put(key, solve(problem))
                 if progress is not None:
                     progress(n + 1, total)
             return
@@ -160,7 +166,7 @@ class SegmentSolver:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
-                self.layer_cache[pending.pop(future)] = future.result()
+                self.layer_cache.put(pending.pop(future), future.result())
                 done += 1
             if finished and progress is not None:
                 progress(done, total)
@@ -201,17 +207,18 @@ class SegmentSolver:
         layer = self.net[place.layer]
         key = self._key(inter, place)
         if key not in self.layer_cache:
-            self.layer_cache[key] = _solve_layer(self.solver, key.problem(self.arch, self.objective))
+            self.layer_cache.put(key, _solve_layer(self.solver, key.problem(self.arch, self.objective)))
         generic = self.layer_cache[key]
         if generic is None:
             return None
         return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
 
 
-def _solve_layer(solver: IntraSolver, problem: Problem | None) -> LayerScheme | None:
+def _solve_layer(solver: IntraSolver, problem: Problem | None) -> Solved:
     if problem is None:  # no buffer left for the layer's own blocks
-        return None
+        return None, True
     try:
-        return solver.run(problem).scheme
+        result = solver.run(problem)
     except NoSchemeError:
-        return None
+        return None, True
+    return result.scheme, result.complete

@@ -43,11 +43,17 @@ def _kapla_version() -> str:
         return "unknown"
 
 
+#: Settings that only bound a solver's time: a solve its budget cut short is never stored, so
+#: every stored solve is the same whatever the budget was.
+TIME_ONLY = frozenset({"time_budget"})
+
+
 def scope_of(solver: IntraSolver, arch: ArchSpec, objective: str) -> str:
     """What a layer solve depends on beyond its layer key: the solver and its
-    settings (its public attributes), the hardware and the objective."""
+    settings (its public attributes but its time budget), the hardware and the objective."""
     settings = sorted((k, v) for k, v in vars(solver).items()
-                      if not k.startswith("_") and isinstance(v, (int, float, str, bool, type(None))))
+                      if not k.startswith("_") and k not in TIME_ONLY
+                      and isinstance(v, (int, float, str, bool, type(None))))
     text = repr((solver.name, settings, arch.model_dump_json(), objective))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
