@@ -24,7 +24,7 @@ from kapla.model.objective import objective_of
 from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver, takes_budget
-from kapla.solve.result import ScheduleResult
+from kapla.solve.result import RESULT_VERSION, UNITS, ScheduleResult, cycles
 from kapla.solve.store import LayerStore
 from kapla.workload.network import Network
 
@@ -44,7 +44,7 @@ class SolverRun:
     def to_dict(self) -> dict[str, Any]:
         r = self.result
         return {"status": self.status, "valid": bool(r is not None and r.valid),
-                "energy_j": r.energy_j if r else None, "time_cycles": r.time if r else None,
+                "energy_j": r.energy_j if r else None, "time_cycles": cycles(r.time) if r else None,
                 "breakdown": dict(r.energy) if r else None, "solver_seconds": self.seconds,
                 "message": self.message}
 
@@ -72,7 +72,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         ref = self.reference
-        return {"network": self.network, "arch": self.arch, "batch": self.batch, "training": self.training,
+        return {"format": "kapla-comparison", "version": RESULT_VERSION, "units": UNITS,
+                "network": self.network, "arch": self.arch, "batch": self.batch, "training": self.training,
                 "objective": self.objective, "normalised_to": ref.solver if ref else None,
                 "results": {r.solver: r.to_dict() for r in self.runs}}
 

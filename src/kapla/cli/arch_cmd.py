@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kapla.arch import describe_arch, list_presets, load_arch
-from kapla.cli.common import console
+from kapla.cli.common import console, emit_json
 
 
 @click.group("arch")
@@ -20,8 +20,7 @@ def show(target: str, as_json: bool) -> None:
     """Print the resolved hardware description of a preset or a .yaml/.yml/.json file."""
     spec = load_arch(target)
     if as_json:
-        # Plain echo: rich would highlight or wrap and break machine reading.
-        click.echo(spec.to_json())
+        emit_json(spec.to_dict(), "-")
     else:
         # markup off: the listing contains brackets rich would take for tags.
         console.print(describe_arch(spec), markup=False, soft_wrap=True)

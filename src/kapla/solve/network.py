@@ -60,7 +60,7 @@ from kapla.solve.inter import (
     weight_words,
 )
 from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
-from kapla.solve.result import LayerResult, ScheduleResult
+from kapla.solve.result import LayerResult, ScheduleResult, cycles
 from kapla.solve.segment_solver import LayerCache, SegmentSolver
 from kapla.solve.segments import SegmentPlan, segment_plans
 from kapla.solve.store import LayerStore, scope_of
@@ -456,19 +456,20 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         for name in segment.layers:
             place = segment.placements[name]
             lr = LayerResult(name, segment.schemes[name], cost.layers[name],
-                             (place.region.origin, place.region.shape))
+                             (place.region.origin, place.region.shape), pes=place.region.nodes * arch.pes_per_node)
             layers.append(lr)
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
         segments_info.append({"layers": list(inter.layers), "layout": inter.layout, "groups": inter.groups,
                               "slots": [list(s) for s in inter.slots],
-                              "energy_j": cost.total_energy, "time_cycles": cost.time})
+                              "energy_j": cost.total_energy, "time_cycles": cycles(cost.time)})
     order = {layer.name: i for i, layer in enumerate(net)}
     layers.sort(key=lambda lr: order[lr.name])
     energy.setdefault(STATIC, 0.0)
-    total_time = sum(cost.time for _, cost in seg_results)
+    total_time = sum(cycles(cost.time) for _, cost in seg_results)  # one segment after another, whole cycles
     extra = {"pinned": pinned, "segment_details": segments_info, "inter_layer_schemes": stats.to_dict(),
-             "inter_layer_schemes_by_segment": stats.segments(), "strategy": strategy, **more}
+             "inter_layer_schemes_by_segment": stats.segments(), "strategy": strategy, "hardware": arch.to_dict(),
+             **more}
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
         extra["pinned_load_j"] = sum(weight_words(net[n]) for n in order) * arch.levels[-1].access_energy

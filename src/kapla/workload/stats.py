@@ -40,12 +40,15 @@ class NetworkStats:
     per_layer: tuple[LayerStats, ...]
 
     def to_dict(self, per_layer: bool = True) -> dict:
-        data = asdict(self)
+        data = {"format": "kapla-stats", "version": STATS_VERSION, **asdict(self)}
         if per_layer:
             data["per_layer"] = [asdict(ls) for ls in self.per_layer]
         else:
             del data["per_layer"]
         return data
+
+
+STATS_VERSION = 1  # of the JSON statistics (docs/result-schema.json)
 
 
 def layer_stats(net: Network, word_bits: int = 16) -> tuple[LayerStats, ...]:

@@ -1,0 +1,33 @@
+"""Every JSON document a CLI test makes kapla write is checked against the
+published schema (docs/result-schema.json) before it is written."""
+
+from __future__ import annotations
+
+import pytest
+
+import kapla.cli.arch_cmd
+import kapla.cli.common
+import kapla.cli.compare_cmd
+import kapla.cli.schedule_cmd
+import kapla.cli.stats_cmd
+
+WRITERS = (kapla.cli.arch_cmd, kapla.cli.compare_cmd, kapla.cli.schedule_cmd, kapla.cli.stats_cmd)
+CHECKED: list[dict] = []  # the documents checked in this session (a test asserts some were)
+
+
+@pytest.fixture(autouse=True)
+def _json_outputs_follow_the_schema(monkeypatch):
+    from jsonschema import Draft202012Validator
+
+    from kapla.schemas import result_schema
+
+    validator = Draft202012Validator(result_schema())
+    emit = kapla.cli.common.emit_json
+
+    def checked(data, target):
+        validator.validate(data)
+        CHECKED.append(data)
+        emit(data, target)
+
+    for module in WRITERS:
+        monkeypatch.setattr(module, "emit_json", checked)

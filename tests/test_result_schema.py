@@ -1,0 +1,51 @@
+"""The published JSON Schema: the package's copy is the one in docs/, it is a
+valid schema, and it rejects what it should (the CLI tests validate every
+document they make kapla write, see conftest.py)."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from kapla.cli.main import app
+from kapla.schemas import result_schema
+from tests.conftest import CHECKED
+
+DOCS = Path(__file__).parents[1] / "docs" / "result-schema.json"
+
+
+def test_the_published_schema_is_the_shipped_one_and_valid():
+    assert json.loads(DOCS.read_text()) == result_schema()
+    jsonschema.Draft202012Validator.check_schema(result_schema())
+
+
+def test_every_kind_of_output_is_checked(tmp_path):
+    before = len(CHECKED)
+    runner = CliRunner()
+    for args in (["schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1", "--json", "-"],
+                 ["compare", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1", "--json", "-"],
+                 ["stats", "mlp_s", "--json"], ["arch", "show", "edge", "--json"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    formats = [doc.get("format", "hardware") for doc in CHECKED[before:]]
+    assert formats == ["kapla-schedule", "kapla-comparison", "kapla-stats", "hardware"]
+    schedule = CHECKED[before]
+    assert isinstance(schedule["time_cycles"], int) and schedule["units"]["noc_hops"] == "word-hops"
+    assert all(0 < layer["pe_utilisation"] <= 1 and layer["macs"] > 0 for layer in schedule["layers"])
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda d: d.update(time_cycles=1.5),  # cycles are whole
+    lambda d: d.pop("units"),
+    lambda d: d["layers"][0].update(pe_utilisation=1.5),
+    lambda d: d.update(objective="speed"),
+])
+def test_the_schema_rejects_a_broken_result(mangle):
+    result = CliRunner().invoke(app, ["schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1",
+                                      "--json", "-"])
+    doc = json.loads(result.output)
+    mangle(doc)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, result_schema())
