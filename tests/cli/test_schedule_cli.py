@@ -33,7 +33,7 @@ def test_schedule_json_has_the_promised_fields(tmp_path):
 
 
 def test_schedule_prints_directives_breakdown_and_time():
-    result = run("schedule", "mlp_s", "--arch", "edge", "--batch", "1")
+    result = run("schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--directives")
     assert result.exit_code == 0, result.output
     assert "layer fc1 batch=1:" in result.output and "tensor{" in result.output
     assert re.search(r"energy [\d.]+ mJ \(MAC", result.output)
@@ -131,3 +131,17 @@ def test_a_budget_for_a_solver_without_one_says_so():
     result = run("schedule", "mlp_s", "--budget", "5")
     assert result.exit_code == 2
     assert "error: solver 'kapla' takes no time budget (solvers that do: exhaustive, random, ml)" in result.output
+
+
+def test_the_summary_of_alexnet_fits_one_screen_before_any_directive():
+    plain = run("schedule", "alexnet", "--jobs", "1")
+    assert plain.exit_code == 0, plain.output
+    lines = plain.output.splitlines()
+    assert lines[0] == "alexnet on multinode: inference, batch 64, solver kapla, objective energy"
+    assert lines[1].startswith("energy ") and lines[2].startswith("time ")  # the totals first
+    assert len(lines) <= 50 and "  REGF:" not in plain.output  # directives only when asked
+    assert any(line.startswith("terms: ") for line in lines)
+    with_directives = run("schedule", "alexnet", "--jobs", "1", "--directives").output.splitlines()
+    same = [i for i in range(len(lines)) if i != 2]  # line 2 holds the solver's seconds
+    assert [with_directives[i] for i in same] == [lines[i] for i in same]
+    assert "  REGF:" in with_directives[len(lines):]

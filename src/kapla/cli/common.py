@@ -23,7 +23,9 @@ from rich.progress import (
 
 from kapla.errors import KaplaError
 
-console = Console(highlight=False)
+# Off a terminal (a pipe, a log file) rich would assume 80 columns and cut the tables' cells.
+PIPE_WIDTH = 120
+console = Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 err_console = Console(stderr=True, highlight=False)
 
 EXIT_USER_ERROR = 2

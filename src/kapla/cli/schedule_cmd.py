@@ -41,8 +41,8 @@ from kapla.workload.load import load_network
               help="Give up the exhaustive search after this long.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
-@click.option("--directives/--no-directives", default=True, show_default=True,
-              help="Print each layer's directive listing.")
+@click.option("--directives/--no-directives", default=False, show_default=True,
+              help="Print each layer's directive listing after the summary.")
 @click.option("--store", "store_path", default=None, metavar="FILE",
               help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
                    "same FILE resumes where it was.")
@@ -55,8 +55,9 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
 
     Finds the segments (layers that run together, pipelined, with on-chip
     forwarding), where each layer runs and every layer's dataflow. Prints the
-    directives of every layer, the segments, a per-layer summary, the energy
-    breakdown and the time; --json writes the same as one JSON object.
+    totals (energy by component, time, validity), the segments, a per-layer
+    table and a legend of the terms, then, with --directives, every layer's
+    directive listing; --json writes the same as one JSON object.
     """
     check_output(json_out, "--json")
     network = load_network(net, batch=batch, training=training)
@@ -71,42 +72,63 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
             if result.extra.get("stopped", {}).get("by") == "interrupt":
                 sys.exit(EXIT_INTERRUPTED)
             return
+    _print_summary(result, arch)
+    _print_segments(result)
+    _print_layers(result, arch)
+    console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
     if directives:
         for lr in result.layers:
             console.print(lr.to_dict()["directives"], markup=False, highlight=False)
-    _print_segments(result)
-    table = Table(title=f"{result.network} on {result.arch} ({'training' if result.training else 'inference'}, "
-                        f"batch {result.batch}, solver {result.solver}, objective {result.objective})")
-    for col in ("layer", "segment", "nodes", "energy (mJ)", "time (cycles)", "DRAM words", "valid"):
+    stopped = result.extra.get("stopped")
+    if stopped is not None and stopped["by"] == "interrupt":
+        sys.exit(EXIT_INTERRUPTED)
+
+
+LEGEND = """\
+terms: a segment's layers run together (layout spatial: each slot on its own block of nodes, pipelined;
+temporal: one after another on the whole array, fmaps kept on chip); batch groups: the batch split into
+pieces that flow through the segment (ALLO); nodes: rows x columns @ top-left node; PE util: MACs / (PEs
+of the region x cycles). Directives (--directives): tensor{T}(...) the block of T a level holds, shr=N a
+block shared by N nodes, stack(..., repl=...) spatial copies, update(...) a loop; ITCN: the array bus
+between the node buffer (GBUF) and the PEs' registers (REGF); NoC: hops between nodes."""
+
+
+def _print_summary(result, arch) -> None:
+    mode = "training" if result.training else "inference"
+    console.print(f"{result.network} on {result.arch}: {mode}, batch {result.batch}, solver {result.solver}, "
+                  f"objective {result.objective}", markup=False, soft_wrap=True)
+    parts = "  ".join(f"{k} {v * 1e3:.3f}" for k, v in result.energy.items())
+    console.print(f"energy {result.energy_j * 1e3:.3f} mJ ({parts} mJ)", markup=False, soft_wrap=True)
+    console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
+                  f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
+                  f"{'valid' if result.valid else 'INVALID'}", markup=False)
+    if result.extra.get("pinned"):
+        console.print(f"weights pinned on chip (loaded once before the runs: "
+                      f"{result.extra['pinned_load_j'] * 1e3:.3f} mJ, not included)", markup=False)
+    counts = result.extra.get("inter_layer_schemes")
+    if counts:
+        console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()), markup=False)
+    stored = result.extra.get("layer_store")
+    if stored:
+        console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
+                      f"{stored['solved']:,} solved and recorded", soft_wrap=True, markup=False)
+    stopped = result.extra.get("stopped")
+    if stopped is not None:
+        console.print(f"INCOMPLETE: {stopped['reason']}", markup=False, soft_wrap=True)
+
+
+def _print_layers(result, arch) -> None:
+    table = Table(title="layers")
+    for col in ("layer", "segment", "nodes", "energy (mJ)", "time (cycles)", "PE util", "DRAM words", "valid"):
         table.add_column(col, justify="left" if col in ("layer", "nodes") else "right")
     segment_of = {name: i for i, seg in enumerate(result.segments) for name in seg}
     for lr in result.layers:
         dram = sum(lr.cost.accesses.get(arch.levels[-1].name, {}).values())
         (r0, c0), (rows, cols) = lr.region
         table.add_row(lr.name, str(segment_of[lr.name]), f"{rows}x{cols}@{r0},{c0}",
-                      f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{dram:,.0f}",
-                      "yes" if lr.cost.valid else "NO")
+                      f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{lr.pe_utilisation:.0%}",
+                      f"{dram:,.0f}", "yes" if lr.cost.valid else "NO")
     console.print(table)
-    parts = "  ".join(f"{k} {v * 1e3:.3f}" for k, v in result.energy.items())
-    console.print(f"energy {result.energy_j * 1e3:.3f} mJ ({parts} mJ)")
-    if result.extra.get("pinned"):
-        console.print(f"weights pinned on chip (loaded once before the runs: "
-                      f"{result.extra['pinned_load_j'] * 1e3:.3f} mJ, not included)")
-    counts = result.extra.get("inter_layer_schemes")
-    if counts:
-        console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))
-    stored = result.extra.get("layer_store")
-    if stored:
-        console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
-                      f"{stored['solved']:,} solved and recorded", soft_wrap=True, markup=False)
-    console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
-                  f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
-                  f"{'valid' if result.valid else 'INVALID'}")
-    stopped = result.extra.get("stopped")
-    if stopped is not None:
-        console.print(f"INCOMPLETE: {stopped['reason']}", markup=False, soft_wrap=True)
-        if stopped["by"] == "interrupt":
-            sys.exit(EXIT_INTERRUPTED)
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, object]:
