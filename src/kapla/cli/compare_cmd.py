@@ -7,6 +7,7 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.cli.common import check_output, console, emit_json, err_console, json_option, progress_bar
+from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_plot_target, check_solvers, compare, plot
 from kapla.errors import KaplaError
@@ -35,13 +36,16 @@ from kapla.workload.load import load_network
               help="An option of one solver, e.g. -O random.p=0.85 (see `kapla solvers`).")
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw the energies, normalised and stacked by component, to FILE (.png or .svg).")
+@click.option("--report", "report_path", default=None, metavar="FILE",
+              help="Also write a self-contained HTML report (charts, timeline, placement) to FILE.")
 @click.option("--store", "store_path", default=None, metavar="FILE",
               help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
                    "same FILE resumes where it was.")
 @json_option
 def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, training: bool, objective: str,
                 budget: float | None, seed: int, jobs: int | None, solver_options: tuple[str, ...],
-                plot_path: str | None, store_path: str | None, json_out: str | None) -> None:
+                plot_path: str | None, report_path: str | None, store_path: str | None,
+                json_out: str | None) -> None:
     """Run several solvers on NET and compare their schedules.
 
     Prints each solver's status, energy and time (normalised to the
@@ -58,6 +62,7 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
         options.setdefault(solver, {})[option] = value
     check_output(json_out, "--json")
     check_output(plot_path, "--plot")
+    check_output(report_path, "--report")
     if plot_path is not None:
         check_plot_target(plot_path)
     network = load_network(net, batch=batch, training=training)
@@ -68,6 +73,8 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
     if plot_path is not None:
         plot(result, plot_path)
         err_console.print(f"wrote {plot_path}")
+    if report_path is not None:
+        write_report(result.to_dict(), report_path)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":

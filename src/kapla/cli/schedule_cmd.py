@@ -11,6 +11,7 @@ from rich.table import Table
 from kapla.api import schedule
 from kapla.arch import load_arch
 from kapla.cli.common import EXIT_INTERRUPTED, check_output, console, emit_json, json_option, progress_bar
+from kapla.cli.report_cmd import write_report
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
@@ -43,13 +44,16 @@ from kapla.workload.load import load_network
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
 @click.option("--directives/--no-directives", default=False, show_default=True,
               help="Print each layer's directive listing after the summary.")
+@click.option("--report", "report_path", default=None, metavar="FILE",
+              help="Also write a self-contained HTML report (charts, timeline, placement) to FILE.")
 @click.option("--store", "store_path", default=None, metavar="FILE",
               help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
                    "same FILE resumes where it was.")
 @json_option
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
-                 budget: float | None, jobs: int | None, directives: bool, store_path: str | None,
+                 budget: float | None, jobs: int | None, directives: bool, report_path: str | None,
+                 store_path: str | None,
                  json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
 
@@ -60,12 +64,15 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     directive listing; --json writes the same as one JSON object.
     """
     check_output(json_out, "--json")
+    check_output(report_path, "--report")
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
                           objective=objective, top_k=top_k, pipelining=pipelining, buffer_sharing=sharing,
                           time_budget=budget, jobs=jobs, progress=progress, store=store_path)
+    if report_path is not None:
+        write_report(result.to_dict(), report_path)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":

@@ -1,0 +1,111 @@
+"""Charts as inline SVG: a report opens anywhere, with no script or network access.
+
+Each function returns one ``<svg>`` element as text. Every drawn value also
+carries its number (a ``<title>`` tooltip and a ``data-value`` attribute), so
+a reader can hover for it and a test can read it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac")
+
+
+def colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11, extra: str = "") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" {extra}>'
+            f"{escape(text)}</text>")
+
+
+def stacked_bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], unit: str, title: str,
+                 chart_id: str) -> str:
+    """One bar per label, stacked by series (e.g. energy per layer by component), with a legend."""
+    n = len(labels)
+    width = max(360, 80 + 26 * n + 150)
+    height, top, bottom, left = 300, 30, 90, 60
+    plot_h = height - top - bottom
+    totals = [sum(values[i] for values in series.values()) for i in range(n)]
+    peak = max(totals, default=0.0) or 1.0
+    step = (width - left - 160) / max(n, 1)
+    parts = [f'<svg id="{chart_id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" role="img" aria-label="{escape(title)}">',
+             _text(left, 16, title, size=13, extra='font-weight="bold"'),
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
+             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + step * n}" y2="{top + plot_h}" stroke="#333"/>',
+             _text(left - 6, top + 4, f"{peak:.3g}", anchor="end", size=10),
+             _text(left - 6, top + plot_h, "0", anchor="end", size=10),
+             _text(12, top + plot_h / 2, unit, size=10, extra=f'transform="rotate(-90 12 {top + plot_h / 2:.0f})"')]
+    for i, label in enumerate(labels):
+        x = left + i * step + step * 0.15
+        y = float(top + plot_h)
+        for k, (name, values) in enumerate(series.items()):
+            h = values[i] / peak * plot_h
+            if h <= 0:
+                continue
+            y -= h
+            parts.append(f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{step * 0.7:.1f}" height="{h:.1f}" '
+                         f'fill="{colour(k)}" data-label="{escape(label)}" data-series="{escape(name)}" '
+                         f'data-value="{values[i]:.6g}"><title>{escape(label)} {escape(name)}: '
+                         f"{values[i]:.4g} {escape(unit)}</title></rect>")
+        parts.append(_text(x + step * 0.35, top + plot_h + 12, label, anchor="end", size=10,
+                           extra=f'transform="rotate(-45 {x + step * 0.35:.1f} {top + plot_h + 12})"'))
+    for k, name in enumerate(series):
+        ly = top + 14 * k
+        lx = left + step * n + 20
+        parts.append(f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" fill="{colour(k)}"/>')
+        parts.append(_text(lx + 14, ly + 9, name, size=10))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def gantt(rows: Sequence[str], bars: Sequence[tuple[int, float, float, str, int]], total: float, title: str,
+          chart_id: str) -> str:
+    """A timeline: ``bars`` of (row, start, end, label, colour index) over ``total`` cycles."""
+    width, left, row_h, top = 860, 130, 18, 30
+    height = top + row_h * len(rows) + 30
+    scale = (width - left - 20) / (total or 1.0)
+    parts = [f'<svg id="{chart_id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" role="img" aria-label="{escape(title)}">',
+             _text(left, 16, title, size=13, extra='font-weight="bold"')]
+    for r, name in enumerate(rows):
+        parts.append(_text(left - 6, top + r * row_h + 12, name, anchor="end", size=10))
+    for row, start, end, label, c in bars:
+        x, w = left + start * scale, max((end - start) * scale, 1.0)
+        parts.append(f'<rect class="span" x="{x:.1f}" y="{top + row * row_h + 2}" width="{w:.1f}" '
+                     f'height="{row_h - 4}" fill="{colour(c)}" data-label="{escape(label)}" '
+                     f'data-start="{start:.0f}" data-end="{end:.0f}"><title>{escape(label)}: cycles '
+                     f"{start:,.0f} to {end:,.0f}</title></rect>")
+    axis_y = top + row_h * len(rows) + 4
+    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - 20}" y2="{axis_y}" stroke="#333"/>')
+    parts.append(_text(left, axis_y + 14, "0", size=10))
+    parts.append(_text(width - 20, axis_y + 14, f"{total:,.0f} cycles", anchor="end", size=10))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def placement(array: tuple[int, int], regions: Sequence[tuple[str, tuple[int, int], tuple[int, int], int]],
+              title: str, chart_id: str) -> str:
+    """The node array with each layer's block of nodes: (name, origin, shape, colour index)."""
+    rows, cols = array
+    cell = max(4, min(16, 200 // max(rows, cols)))
+    width, height, top = max(cols * cell + 20, 160), rows * cell + 40, 28
+    parts = [f'<svg id="{chart_id}" class="chart placement" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" role="img" aria-label="{escape(title)}">',
+             _text(10, 16, title, size=12, extra='font-weight="bold"'),
+             f'<rect x="10" y="{top}" width="{cols * cell}" height="{rows * cell}" fill="#f4f4f4" stroke="#999"/>']
+    for name, (r0, c0), (h, w), c in regions:
+        parts.append(f'<rect class="region" x="{10 + c0 * cell}" y="{top + r0 * cell}" width="{w * cell}" '
+                     f'height="{h * cell}" fill="{colour(c)}" fill-opacity="0.75" stroke="#222" '
+                     f'data-label="{escape(name)}"><title>{escape(name)}: {h}x{w} nodes at {r0},{c0}</title>'
+                     "</rect>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+__all__ = ["PALETTE", "colour", "gantt", "placement", "stacked_bars"]
