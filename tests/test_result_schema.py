@@ -45,7 +45,7 @@ def test_every_kind_of_output_is_checked(tmp_path):
 def test_the_schema_rejects_a_broken_result(mangle):
     result = CliRunner().invoke(app, ["schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1",
                                       "--json", "-"])
-    doc = json.loads(result.output)
+    doc = json.loads(result.stdout)
     mangle(doc)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, result_schema())

@@ -48,7 +48,7 @@ def test_schedule_bad_inputs_exit_2():
 
 
 def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
-    arch = json.loads(run("arch", "show", "eyeriss", "--json").output)
+    arch = json.loads(run("arch", "show", "eyeriss", "--json").stdout)
     arch["levels"][0]["capacity"] = 4
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(arch))
@@ -71,10 +71,10 @@ def test_schedule_pipelining_switches_and_top_k():
     result = run("schedule", "alexnet", "--batch", "8", "--arch", "multinode_4x4", "--no-pipelining",
                  "--no-sharing", "--json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert all(len(seg) == 1 for seg in data["segments"]) and data["valid"]
     piped = json.loads(run("schedule", "alexnet", "--batch", "8", "--arch", "multinode_4x4", "--top-k", "1",
-                           "--json").output)
+                           "--json").stdout)
     assert any(len(seg) > 1 for seg in piped["segments"])
     assert piped["energy_j"] <= data["energy_j"]
     bad = run("schedule", "alexnet", "--top-k", "0")
@@ -136,12 +136,12 @@ def test_a_budget_for_a_solver_without_one_says_so():
 def test_the_summary_of_alexnet_fits_one_screen_before_any_directive():
     plain = run("schedule", "alexnet", "--jobs", "1")
     assert plain.exit_code == 0, plain.output
-    lines = plain.output.splitlines()
+    lines = plain.stdout.splitlines()  # stderr may hold progress lines on a slow machine
     assert lines[0] == "alexnet on multinode: inference, batch 64, solver kapla, objective energy"
     assert lines[1].startswith("energy ") and lines[2].startswith("time ")  # the totals first
-    assert len(lines) <= 50 and "  REGF:" not in plain.output  # directives only when asked
+    assert len(lines) <= 50 and "  REGF:" not in plain.stdout  # directives only when asked
     assert any(line.startswith("terms: ") for line in lines)
-    with_directives = run("schedule", "alexnet", "--jobs", "1", "--directives").output.splitlines()
+    with_directives = run("schedule", "alexnet", "--jobs", "1", "--directives").stdout.splitlines()
     same = [i for i in range(len(lines)) if i != 2]  # line 2 holds the solver's seconds
     assert [with_directives[i] for i in same] == [lines[i] for i in same]
     assert "  REGF:" in with_directives[len(lines):]

@@ -26,7 +26,7 @@ def test_table_output_has_totals():
 
 def test_json_to_stdout_and_file(tmp_path):
     result = run("stats", "mlp_m", "--batch", "64", "--json")
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["layers"] == 4 and data["fmap_total_bytes"] == 225280 and data["weight_total_bytes"] == 2823000
     target = tmp_path / "out.json"
     result = run("stats", str(EXAMPLE), "--json", str(target), "--batch", "2")
@@ -36,11 +36,11 @@ def test_json_to_stdout_and_file(tmp_path):
 
 
 def test_training_and_word_bits():
-    inf = json.loads(run("stats", "alexnet", "--json").output)
-    train = json.loads(run("stats", "alexnet", "--training", "--json").output)
+    inf = json.loads(run("stats", "alexnet", "--json").stdout)
+    train = json.loads(run("stats", "alexnet", "--training", "--json").stdout)
     assert train["training"] and train["layers"] > inf["layers"]
     assert 2.8 < train["macs"] / inf["macs"] <= 3.0
-    wide = json.loads(run("stats", "alexnet", "--word-bits", "32", "--json").output)
+    wide = json.loads(run("stats", "alexnet", "--word-bits", "32", "--json").stdout)
     assert wide["weight_total_bytes"] == 2 * inf["weight_total_bytes"]
 
 
@@ -90,5 +90,5 @@ def test_onnx_model_stats_and_batch_override(tmp_path):
     from tests.workload.test_onnx_import import cnn_model
 
     path = cnn_model(tmp_path, batch=2)
-    data = json.loads(run("stats", str(path), "--batch", "5", "--json").output)
+    data = json.loads(run("stats", str(path), "--batch", "5", "--json").stdout)
     assert data["batch"] == 5 and data["macs"] > 0

@@ -250,6 +250,6 @@ def test_an_onnx_model_schedules_end_to_end(tmp_path):
     for arch in ("multinode_4x4", "edge"):
         result = CliRunner().invoke(app, ["schedule", str(path), "--arch", arch, "--json"])
         assert result.exit_code == 0, result.output
-        data = json.loads(result.output)
+        data = json.loads(result.stdout)
         assert data["valid"] and data["batch"] == 4
         assert sorted(n for seg in data["segments"] for n in seg) == sorted(layer.name for layer in cnn_ref(4))
