@@ -128,6 +128,16 @@ def json_option(f):
                         help="Print one JSON object instead of tables (to FILE if given).")(f)
 
 
+def output_options(f):
+    """What a solving command writes besides its tables: ``--report FILE``, ``--store FILE`` and ``--json``."""
+    f = json_option(f)
+    f = click.option("--store", "store_path", default=None, metavar="FILE",
+                     help="Keep finished layer solves in FILE: a run stopped at any point and started again with "
+                          "the same FILE resumes where it was.")(f)
+    return click.option("--report", "report_path", default=None, metavar="FILE",
+                        help="Also write a self-contained HTML report (charts, timeline, placement) to FILE.")(f)
+
+
 def check_output(target: str | None, what: str) -> None:
     """Fail before any work if ``target`` (a file to write; None or "-" for none) cannot be written there."""
     if target in (None, "-"):

@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.cli.common import check_output, console, emit_json, err_console, json_option, progress_bar
+from kapla.cli.common import check_output, console, emit_json, err_console, output_options, progress_bar
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_plot_target, check_solvers, compare, plot
@@ -36,12 +36,7 @@ from kapla.workload.load import load_network
               help="An option of one solver, e.g. -O random.p=0.85 (see `kapla solvers`).")
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw the energies, normalised and stacked by component, to FILE (.png or .svg).")
-@click.option("--report", "report_path", default=None, metavar="FILE",
-              help="Also write a self-contained HTML report (charts, timeline, placement) to FILE.")
-@click.option("--store", "store_path", default=None, metavar="FILE",
-              help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
-                   "same FILE resumes where it was.")
-@json_option
+@output_options
 def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, training: bool, objective: str,
                 budget: float | None, seed: int, jobs: int | None, solver_options: tuple[str, ...],
                 plot_path: str | None, report_path: str | None, store_path: str | None,

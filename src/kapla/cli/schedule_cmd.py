@@ -10,7 +10,7 @@ from rich.table import Table
 
 from kapla.api import schedule
 from kapla.arch import load_arch
-from kapla.cli.common import EXIT_INTERRUPTED, check_output, console, emit_json, json_option, progress_bar
+from kapla.cli.common import EXIT_INTERRUPTED, check_output, console, emit_json, output_options, progress_bar
 from kapla.cli.report_cmd import write_report
 from kapla.errors import KaplaError
 from kapla.solve.base import OBJECTIVES
@@ -44,12 +44,7 @@ from kapla.workload.load import load_network
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
 @click.option("--directives/--no-directives", default=False, show_default=True,
               help="Print each layer's directive listing after the summary.")
-@click.option("--report", "report_path", default=None, metavar="FILE",
-              help="Also write a self-contained HTML report (charts, timeline, placement) to FILE.")
-@click.option("--store", "store_path", default=None, metavar="FILE",
-              help="Keep finished layer solves in FILE: a run stopped at any point and started again with the "
-                   "same FILE resumes where it was.")
-@json_option
+@output_options
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
                  budget: float | None, jobs: int | None, directives: bool, report_path: str | None,
