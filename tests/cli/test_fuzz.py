@@ -72,8 +72,8 @@ def mangled_networks(draw) -> dict:
             net[draw(st.sampled_from(["name", "batch", "inputs", "layers", "extra"]))] = value
         elif where == "input":
             net["inputs"] = {"x": value}
-        elif isinstance(net.get("layers"), list) and net["layers"]:
-            layer = draw(st.sampled_from(net["layers"]))
+        elif isinstance(net.get("layers"), list) and any(isinstance(lr, dict) for lr in net["layers"]):
+            layer = draw(st.sampled_from([lr for lr in net["layers"] if isinstance(lr, dict)]))
             field = draw(st.sampled_from(["name", "type", "inputs", "out_channels", "kernel", "stride", "padding",
                                           "groups", "out_features", "mode", "dilation", "multiplier", "bogus"]))
             layer[field] = value
