@@ -83,3 +83,24 @@ def test_ctrl_c_returns_the_best_schedule_of_what_was_solved(tmp_path):
     data = json.loads(out.read_text())
     assert data["complete"] is False and data["stopped"]["by"] == "interrupt" and data["valid"]
     assert sorted(name for seg in data["segments"] for name in seg) == sorted(lr["name"] for lr in data["layers"])
+
+
+def test_a_budget_returns_the_best_schedule_of_what_was_solved(tmp_path):
+    import kapla
+
+    net = os.path.join(ROOT, "examples", "tiny_cnn.yaml")
+    whole = kapla.schedule(net, "edge", solver="exhaustive", jobs=1, store=tmp_path / "whole.store")
+    layers = len(whole.layers)
+    # a store holding the solves of each layer alone (one job: they are the first recorded), not the rest
+    data = (tmp_path / "whole.store").read_bytes()
+    stream = io.BytesIO(data)
+    for _ in range(1 + layers):
+        pickle.load(stream)
+    (tmp_path / "part.store").write_bytes(data[: stream.tell()])
+
+    part = kapla.schedule(net, "edge", solver="exhaustive", jobs=1, time_budget=0.6, store=tmp_path / "part.store")
+    assert not part.complete and part.extra["stopped"]["by"] == "budget"
+    assert "ran out of its 0.6 s budget" in part.extra["stopped"]["reason"]
+    assert part.valid and sorted(lr.name for lr in part.layers) == sorted(lr.name for lr in whole.layers)
+    assert part.energy_j >= whole.energy_j  # the best of a part of the space
+    assert part.to_dict()["complete"] is False
