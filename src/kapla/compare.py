@@ -21,6 +21,7 @@ from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.model.objective import objective_of
+from kapla.report.plots import check_plot_target, stacked_bar_plot
 from kapla.solve.base import NoSchemeError
 from kapla.solve.network import Progress, SearchBudgetExceeded
 from kapla.solve.registry import SOLVERS, accepted_options, make_solver, takes_budget
@@ -147,53 +148,21 @@ def _tagged(progress: Progress, solver: str) -> Progress:
     return lambda stage, done, total: progress(f"{solver}: {stage}", done, total)
 
 
-def check_plot_target(path: str | Path) -> Path:
-    """``path`` as a plot's file: it must end in .png or .svg (KaplaError otherwise)."""
-    target = Path(path)
-    if target.suffix.lower() not in (".png", ".svg"):
-        raise KaplaError(f"--plot {path}: the file must end in .png or .svg")
-    return target
-
-
 def plot(comparison: Comparison, path: str | Path) -> None:
     """The KAPLA paper's bar chart for one network: each finished solver's
     energy, normalised to the reference and stacked by component, to a PNG or
     SVG file (by its suffix). Needs matplotlib (``pip install kapla[plot]``)."""
-    target = check_plot_target(path)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise KaplaError("--plot needs matplotlib: pip install 'kapla[plot]'") from None
+    check_plot_target(path)
     ref = comparison.reference
     if ref is None or ref.result is None:
         raise KaplaError("--plot: no solver finished, so there is nothing to draw")
     scale = ref.result.energy_j
-    components = list(ref.result.energy)
-    fig, ax = plt.subplots(figsize=(2.5 + 1.0 * len(comparison.runs), 3.6))
-    names = [r.solver for r in comparison.runs]
-    bottom = [0.0] * len(names)
-    for comp in components:
-        heights = [(r.result.energy.get(comp, 0.0) / scale if r.status == OK and r.result else 0.0)
-                   for r in comparison.runs]
-        ax.bar(names, heights, bottom=bottom, label=comp, width=0.6)
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    for i, r in enumerate(comparison.runs):
-        if r.status != OK:
-            ax.text(i, 0.05, r.status, ha="center", va="bottom", rotation=90)
-    ax.set_ylabel(f"energy / {ref.solver}")
-    ax.set_title(f"{comparison.network} on {comparison.arch}\n"
-                 f"({'training' if comparison.training else 'inference'}, batch {comparison.batch})", fontsize="medium")
-    ax.legend(fontsize="small", ncols=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    try:
-        fig.savefig(target, bbox_inches="tight")
-    except OSError as exc:
-        raise KaplaError(f"cannot write the plot to {path}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    series = {comp: [(r.result.energy.get(comp, 0.0) / scale if r.status == OK and r.result else 0.0)
+                     for r in comparison.runs] for comp in ref.result.energy}
+    mode = "training" if comparison.training else "inference"
+    stacked_bar_plot([r.solver for r in comparison.runs], series, f"energy / {ref.solver}",
+                     f"{comparison.network} on {comparison.arch}\n({mode}, batch {comparison.batch})", path,
+                     notes={i: r.status for i, r in enumerate(comparison.runs) if r.status != OK})
 
 
 __all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_plot_target", "check_solvers", "compare",

@@ -145,3 +145,13 @@ def test_the_summary_of_alexnet_fits_one_screen_before_any_directive():
     same = [i for i in range(len(lines)) if i != 2]  # line 2 holds the solver's seconds
     assert [with_directives[i] for i in same] == [lines[i] for i in same]
     assert "  REGF:" in with_directives[len(lines):]
+
+
+def test_a_plot_of_the_energy_per_layer(tmp_path):
+    png, svg = tmp_path / "e.png", tmp_path / "e.svg"
+    assert run("schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--plot", str(png)).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run("schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--plot", str(svg)).exit_code == 0
+    assert "<svg" in svg.read_text() and "fc2" in svg.read_text()
+    bad = run("schedule", "mlp_s", "--plot", str(tmp_path / "e.gif"))
+    assert bad.exit_code == 2 and "must end in .png or .svg" in bad.output

@@ -10,9 +10,18 @@ from rich.table import Table
 
 from kapla.api import schedule
 from kapla.arch import load_arch
-from kapla.cli.common import EXIT_INTERRUPTED, check_output, console, emit_json, output_options, progress_bar
+from kapla.cli.common import (
+    EXIT_INTERRUPTED,
+    check_output,
+    console,
+    emit_json,
+    err_console,
+    output_options,
+    progress_bar,
+)
 from kapla.cli.report_cmd import write_report
 from kapla.errors import KaplaError
+from kapla.report.plots import check_plot_target, plot_schedule
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
 from kapla.workload.load import load_network
@@ -44,10 +53,13 @@ from kapla.workload.load import load_network
               help="Worker processes solving layers in parallel (default: one per CPU, at most 4).")
 @click.option("--directives/--no-directives", default=False, show_default=True,
               help="Print each layer's directive listing after the summary.")
+@click.option("--plot", "plot_path", default=None, metavar="FILE",
+              help="Draw each layer's energy, stacked by component, to FILE (.png or .svg; needs kapla[plot]).")
 @output_options
 def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
-                 budget: float | None, jobs: int | None, directives: bool, report_path: str | None,
+                 budget: float | None, jobs: int | None, directives: bool, plot_path: str | None,
+                 report_path: str | None,
                  store_path: str | None,
                  json_out: str | None) -> None:
     """Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator.
@@ -60,6 +72,9 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     """
     check_output(json_out, "--json")
     check_output(report_path, "--report")
+    check_output(plot_path, "--plot")
+    if plot_path is not None:
+        check_plot_target(plot_path)
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
@@ -68,6 +83,9 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
                           time_budget=budget, jobs=jobs, progress=progress, store=store_path)
     if report_path is not None:
         write_report(result.to_dict(), report_path)
+    if plot_path is not None:
+        plot_schedule(result.to_dict(), plot_path)
+        err_console.print(f"wrote {plot_path}")
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":

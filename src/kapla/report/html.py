@@ -111,10 +111,10 @@ def _schedule(doc: dict[str, Any]) -> str:
         cells.append([escape(lr["name"]), str(segment_of.get(lr["name"], "")),
                       f"{region['shape'][0]}x{region['shape'][1]}@{region['origin'][0]},{region['origin'][1]}",
                       _mj(lr["energy_j"]), f"{lr['time_cycles']:,}", f"{lr['macs']:,}",
-                      f"{lr['pe_utilisation']:.0%}",
+                      f"{lr['pe_utilisation']:.0%}", f"{lr.get('node_utilisation', 0.0):.0%}",
                       *(f"{lr['accesses'].get(level, 0):,.0f}" for level in levels),
                       f"{lr['noc_hops']:,.0f}", "yes" if lr["valid"] else '<span class="bad">NO</span>'])
-    out.append(_rows(cells, ["layer", "segment", "nodes", "energy (mJ)", "cycles", "MACs", "PE util",
+    out.append(_rows(cells, ["layer", "segment", "nodes", "energy (mJ)", "cycles", "MACs", "PE util", "node share",
                              *(f"{level} words" for level in levels), "NoC word-hops", "valid"], "layers"))
 
     out.append("<h2>Directives</h2>")

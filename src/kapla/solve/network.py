@@ -456,7 +456,8 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         for name in segment.layers:
             place = segment.placements[name]
             lr = LayerResult(name, segment.schemes[name], cost.layers[name],
-                             (place.region.origin, place.region.shape), pes=place.region.nodes * arch.pes_per_node)
+                             (place.region.origin, place.region.shape), pes=place.region.nodes * arch.pes_per_node,
+                             chip_nodes=arch.num_nodes)
             layers.append(lr)
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules

@@ -17,6 +17,7 @@ RESULT_VERSION = 1  # of the JSON result (docs/result-schema.json); raised when 
 UNITS = {"energy_j": "J", "breakdown": "J per component", "time_cycles": "cycles (integer, rounded up)",
          "solver_seconds": "s (wall clock)", "accesses": "words per memory level", "noc_hops": "word-hops",
          "macs": "multiply-accumulates", "pe_utilisation": "MACs / (PEs of the region x cycles)",
+         "node_utilisation": "nodes of the layer's region / nodes of the chip",
          "pinned_load_j": "J (loading pinned weights once, not included in energy_j)"}
 
 
@@ -42,6 +43,7 @@ class LayerResult:
     region: tuple[tuple[int, int], tuple[int, int]]  # origin, shape
     solver_seconds: float = 0.0
     pes: int = 0  # PEs of its region (0: not known)
+    chip_nodes: int = 0  # nodes of the whole chip (0: not known)
 
     @property
     def macs(self) -> int:
@@ -52,6 +54,12 @@ class LayerResult:
         """The share of its region's PE-cycles doing a MAC."""
         return self.macs / (self.pes * self.cost.time) if self.pes and self.cost.time > 0 else 0.0
 
+    @property
+    def node_utilisation(self) -> float:
+        """The share of the chip's nodes its region holds."""
+        shape = self.region[1]
+        return shape[0] * shape[1] / self.chip_nodes if self.chip_nodes else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -59,6 +67,7 @@ class LayerResult:
             "time_cycles": cycles(self.cost.time),
             "macs": self.macs,
             "pe_utilisation": self.pe_utilisation,
+            "node_utilisation": self.node_utilisation,
             "breakdown": dict(self.cost.energy),
             "accesses": {level: sum(t.values()) for level, t in self.cost.accesses.items()},
             "noc_hops": self.cost.noc_hops,
