@@ -8,16 +8,16 @@ import os
 import pytest
 from hypothesis import settings
 
-# CI explores the same examples every run (a red CI blocks landing); elsewhere each run explores new ones
-settings.register_profile("ci", derandomize=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
-
 import kapla.cli.arch_cmd
 import kapla.cli.common
 import kapla.cli.compare_cmd
 import kapla.cli.schedule_cmd
 import kapla.cli.stats_cmd
+
+# CI explores the same examples every run (a red CI blocks landing); elsewhere each run explores new ones
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 WRITERS = (kapla.cli.arch_cmd, kapla.cli.compare_cmd, kapla.cli.schedule_cmd, kapla.cli.stats_cmd)
 CHECKED: list[dict] = []  # the documents checked in this session (a test asserts some were)

@@ -108,7 +108,9 @@ def test_a_bad_store_is_one_error_before_solving(tmp_path):
 def test_usage_errors_are_one_error_line():
     for args, message in ((("schedule", "--bogus"), "No such option '--bogus'"),
                           (("schedule", "--batch", "0"), "Invalid value for '--batch'"),
-                          (("nope",), "No such command 'nope'")):
+                          (("nope",), "No such command 'nope'"),
+                          (("schedule", "mlp_s", "--batch", "99999999999999999999999"),
+                           "batch is 99,999,999,999,999,999,999,999; kapla handles batches up to 1,048,576")):
         result = run(*args)
         assert result.exit_code == 2
         lines = result.output.strip().splitlines()

@@ -143,16 +143,21 @@ def _timeline(doc: dict[str, Any]) -> str:
         length = float(seg["time_cycles"])
         if seg["layout"] == "spatial":
             for name in seg["layers"]:
-                bars.append((row[name], start, start + length, f"{name} (segment {i})", i))
+                bars.append((row[name], start, start + length, f"{name} on {_where(layers[name])} (segment {i})", i))
         else:
             own = [max(float(layers[n]["time_cycles"]), 1.0) for n in seg["layers"]]
             t = start
             for name, part in zip(seg["layers"], own, strict=True):
                 end = t + length * part / sum(own)
-                bars.append((row[name], t, end, f"{name} (segment {i})", i))
+                bars.append((row[name], t, end, f"{name} on {_where(layers[name])} (segment {i})", i))
                 t = end
         start += length
     return gantt(order, bars, start, "which layers run when", "timeline")
+
+
+def _where(layer: dict[str, Any]) -> str:
+    (r0, c0), (rows, cols) = layer["region"]["origin"], layer["region"]["shape"]
+    return f"{rows}x{cols} nodes at {r0},{c0}"
 
 
 def _comparison(doc: dict[str, Any]) -> str:
