@@ -13,6 +13,7 @@ import sys
 import time
 
 from kapla.solve.store import LayerStore
+from tests.solve.test_workers import interruptible
 
 RUN = [sys.executable, "-m", "kapla.cli.main", "schedule", "examples/tiny_cnn.yaml", "--arch", "edge",
        "--solver", "exhaustive", "--jobs", "1"]
@@ -72,7 +73,7 @@ def test_ctrl_c_returns_the_best_schedule_of_what_was_solved(tmp_path):
                             "multinode_4x4", "--solver", "exhaustive", "--jobs", "1", "--no-directives",
                             "--store", str(store), "--json", str(out)],
                            cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           text=True)
+                           text=True, preexec_fn=interruptible)
     deadline = time.monotonic() + 120
     while _records(store) < 1 + layers and time.monotonic() < deadline and run.poll() is None:
         time.sleep(0.01)  # each layer alone is solved first (one job: in order)

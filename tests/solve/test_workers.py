@@ -12,6 +12,12 @@ import pytest
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 
 
+def interruptible() -> None:
+    """In the child before it starts: Ctrl-C as on a terminal. A test run started in the background
+    (nohup, ``&``) ignores SIGINT, and Python then never turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _group(leader: int) -> list[int]:
     """Processes of ``leader``'s process group other than itself."""
     out = []
@@ -32,7 +38,8 @@ def _group(leader: int) -> list[int]:
 def test_stopping_a_run_stops_its_workers(stop):
     run = subprocess.Popen([sys.executable, "-m", "kapla.cli.main", "schedule", "alexnet", "--arch",
                             "multinode_4x4", "--solver", "exhaustive", "--jobs", "2"],
-                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while len(_group(run.pid)) < 3 and time.monotonic() < deadline:  # the forkserver and two workers
         time.sleep(0.2)
