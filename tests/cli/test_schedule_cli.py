@@ -62,9 +62,20 @@ def test_schedule_reports_a_layer_that_cannot_fit(tmp_path):
 def test_readme_python_example_runs():
     text = README.read_text()
     block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    namespace: dict = {}
+    namespace: dict = {"__name__": "__main__"}  # as when run as a script
     exec(compile(block, "README example", "exec"), namespace)  # noqa: S102 - our own README
     assert namespace["result"].valid
+
+
+def test_a_script_without_the_main_guard_gets_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text('import kapla\nkapla.schedule("mlp_s", "edge", batch=1, jobs=2)\n')
+    run_ = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run_.returncode != 0
+    assert 'kapla must be called under `if __name__ == "__main__":`' in run_.stderr
 
 
 def test_schedule_pipelining_switches_and_top_k():

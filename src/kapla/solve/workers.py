@@ -15,6 +15,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 from kapla.errors import KaplaError
@@ -41,6 +42,11 @@ def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor
         previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield pool
+    except BrokenProcessPool:
+        stop_workers(pool)
+        raise KaplaError(
+            "kapla's worker processes stopped unexpectedly. Run from a script, kapla must be called under "
+            "`if __name__ == \"__main__\":` (each worker imports the script); or pass jobs=1 (--jobs 1)") from None
     except BaseException:
         stop_workers(pool)
         raise
