@@ -135,7 +135,7 @@ def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme
 
 MAX_ROUNDS = 6
 
-STOP_MARGIN = 0.1  # seconds a budgeted search keeps to stop its workers and return in time
+STOP_MARGIN = 0.25  # seconds a budgeted search keeps to stop its workers, cost what it solved and return
 
 
 @dataclass
@@ -287,8 +287,12 @@ class ExhaustiveStrategy:
             segsolver.stop()
             stop = exc
         options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        hard_end = None if self.time_budget is None else search.start + self.time_budget - STOP_MARGIN / 2
         for n, (i, j, inter) in enumerate(schemes):
             if stop is not None:
+                # after a stop: the layer-by-layer chain always, then what was solved while time remains
+                if inter not in fallback and hard_end is not None and time.perf_counter() > hard_end:
+                    break
                 if not segsolver.solved(inter):
                     continue
             else:
