@@ -165,5 +165,4 @@ def plot(comparison: Comparison, path: str | Path) -> None:
                      notes={i: r.status for i, r in enumerate(comparison.runs) if r.status != OK})
 
 
-__all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_plot_target", "check_solvers", "compare",
-           "plot"]
+__all__ = ["BUDGET", "NO_SCHEME", "OK", "Comparison", "SolverRun", "check_solvers", "compare", "plot"]

@@ -9,8 +9,9 @@ from kapla.arch import load_arch
 from kapla.cli.common import check_output, console, emit_json, err_console, output_options, progress_bar
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
-from kapla.compare import OK, Comparison, check_plot_target, check_solvers, compare, plot
+from kapla.compare import OK, Comparison, check_solvers, compare, plot
 from kapla.errors import KaplaError
+from kapla.report.plots import check_plot_target
 from kapla.solve.base import OBJECTIVES
 from kapla.workload.load import load_network
 

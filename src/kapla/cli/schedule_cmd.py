@@ -20,6 +20,7 @@ from kapla.cli.common import (
     progress_bar,
 )
 from kapla.cli.report_cmd import write_report
+from kapla.dataflow.listing import format_scheme
 from kapla.errors import KaplaError
 from kapla.report.plots import check_plot_target, plot_schedule
 from kapla.solve.base import OBJECTIVES
@@ -81,26 +82,24 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
                           objective=objective, top_k=top_k, pipelining=pipelining, buffer_sharing=sharing,
                           time_budget=budget, jobs=jobs, progress=progress, store=store_path)
-    if report_path is not None:
-        write_report(result.to_dict(), report_path)
-    if plot_path is not None:
-        plot_schedule(result.to_dict(), plot_path)
-        err_console.print(f"wrote {plot_path}")
-    if json_out is not None:
-        emit_json(result.to_dict(), json_out)
-        if json_out == "-":
-            if result.extra.get("stopped", {}).get("by") == "interrupt":
-                sys.exit(EXIT_INTERRUPTED)
-            return
-    _print_summary(result, arch)
-    _print_segments(result)
-    _print_layers(result, arch)
-    console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
-    if directives:
-        for lr in result.layers:
-            console.print(lr.to_dict()["directives"], markup=False, highlight=False)
-    stopped = result.extra.get("stopped")
-    if stopped is not None and stopped["by"] == "interrupt":
+    if report_path or plot_path or json_out:
+        doc = result.to_dict()  # once for every output (it formats every layer's directives)
+        if report_path is not None:
+            write_report(doc, report_path)
+        if plot_path is not None:
+            plot_schedule(doc, plot_path)
+            err_console.print(f"wrote {plot_path}")
+        if json_out is not None:
+            emit_json(doc, json_out)
+    if json_out != "-":
+        _print_summary(result, arch)
+        _print_segments(result)
+        _print_layers(result, arch)
+        console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
+        if directives:
+            for lr in result.layers:
+                console.print(format_scheme(lr.scheme), markup=False, highlight=False)
+    if result.extra.get("stopped", {}).get("by") == "interrupt":
         sys.exit(EXIT_INTERRUPTED)
 
 

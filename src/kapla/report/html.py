@@ -101,9 +101,9 @@ def _schedule(doc: dict[str, Any]) -> str:
     out.append("</div>")
 
     out.append("<h2>Layers</h2>")
+    order = [lvl.get("name") for lvl in hw.get("levels", [])]  # from the registers out
     levels = sorted({level for lr in layers for level in lr["accesses"]},
-                    key=lambda lv: [lvl.get("name") for lvl in hw.get("levels", [])].index(lv)
-                    if lv in [lvl.get("name") for lvl in hw.get("levels", [])] else 99)
+                    key=lambda lv: order.index(lv) if lv in order else len(order))
     segment_of = {name: i for i, seg in enumerate(doc["segments"]) for name in seg}
     cells = []
     for lr in layers:

@@ -289,17 +289,16 @@ class ExhaustiveStrategy:
         options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
         hard_end = None if self.time_budget is None else search.start + self.time_budget - STOP_MARGIN / 2
         for n, (i, j, inter) in enumerate(schemes):
+            if stop is None:
+                try:
+                    check()
+                except SearchBudgetExceeded as exc:
+                    stop = exc
             if stop is not None:
                 # after a stop: the layer-by-layer chain always, then what was solved while time remains
                 if inter not in fallback and hard_end is not None and time.perf_counter() > hard_end:
                     break
                 if not segsolver.solved(inter):
-                    continue
-            else:
-                try:
-                    check()
-                except SearchBudgetExceeded as exc:
-                    stop = exc
                     continue
             found = segsolver.solve(inter)
             search.stats.solved += 1
