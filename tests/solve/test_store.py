@@ -68,6 +68,8 @@ def test_one_run_at_a_time(tmp_path):
 def test_an_unwritable_store_is_one_error(tmp_path):
     with pytest.raises(KaplaError, match="cannot open layer store"):
         LayerStore(tmp_path / "missing" / "layers.store")
+    with pytest.raises(KaplaError, match="a layer store is a file path \\(got int\\)"):
+        LayerStore(5)
 
 
 def test_scopes_separate_solvers_settings_hardware_and_objectives():

@@ -62,6 +62,8 @@ class LayerStore:
     """An open store: ``get``/``put`` layer solves by scope and key."""
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise KaplaError(f"a layer store is a file path (got {type(path).__name__})")
         self.path = Path(path)
         self.loaded = 0  # solves found on disk when opened
         self.added = 0  # solves recorded since
