@@ -37,7 +37,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -309,6 +309,28 @@ class ArchOptions(_Frozen):
     buffer_sharing: Flag = False
 
 
+class Counting(_Frozen):
+    """How the cost model counts the traffic two tools may count differently.
+
+    kapla's own conventions are the defaults; nn_dataflow's
+    (``multinode_nndataflow``) are the other value of each:
+
+    * ``dram_reads``: ``multicast`` -- a word that several nodes need is read
+      from DRAM once and multicast over the NoC; ``per_node`` -- every node
+      fetches its own copy.
+    * ``partial_sums``: ``on_chip`` -- partial sums of nodes that split a
+      reduction are combined between the nodes before one copy goes out;
+      ``through_dram`` -- every node writes (and reads back) its own.
+    * ``gbuf_side``: ``both`` -- the node buffer counts what it serves the PEs
+      and what fills it from DRAM or writes back; ``pe_side`` -- only what it
+      serves the PEs.
+    """
+
+    dram_reads: Literal["multicast", "per_node"] = "multicast"
+    partial_sums: Literal["on_chip", "through_dram"] = "on_chip"
+    gbuf_side: Literal["both", "pe_side"] = "both"
+
+
 def _canonical_unroll(text: str) -> str:
     try:
         return parse_unroll(text).text
@@ -345,6 +367,7 @@ class ArchSpec(_Frozen):
     #: out when ``levels[0].unroll`` is given, and then is that.
     pe_mapping: Annotated[str, Strict()]
     options: ArchOptions = ArchOptions()
+    counting: Counting = Counting()
 
     # ----------------------------------------------------------- validation
 
@@ -807,6 +830,8 @@ class ArchSpec(_Frozen):
         none of them dumps exactly as before they existed.
         """
         data = self.model_dump(mode="json")
+        if self.counting == Counting():
+            del data["counting"]  # kapla's own conventions: descriptions from before the field dump as they did
         if data["tensor_bits"] is None:
             del data["tensor_bits"]
         else:

@@ -70,6 +70,9 @@ class Hardware:
     dram_bits_per_cycle: float
     channels: tuple[tuple[int, int], ...]
     buffer_sharing: bool
+    per_node_dram: bool = False  # every node fetches its own copy of what it reads from DRAM
+    psums_through_dram: bool = False  # nodes splitting a reduction each write their partial sums out
+    gbuf_pe_side: bool = False  # the node buffer counts only what it serves the PEs
 
     @property
     def onchip(self) -> int:
@@ -192,6 +195,9 @@ def hardware(arch: ArchSpec) -> Hardware:
         dram_bits_per_cycle=arch.dram_bandwidth * 8,
         channels=arch.dram_channel_nodes,
         buffer_sharing=arch.options.buffer_sharing,
+        per_node_dram=arch.counting.dram_reads == "per_node",
+        psums_through_dram=arch.counting.partial_sums == "through_dram",
+        gbuf_pe_side=arch.counting.gbuf_side == "pe_side",
     )
 
 

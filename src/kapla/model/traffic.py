@@ -266,6 +266,12 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 writebacks = 0.0
                 delivered = fills
                 parent_side = parent_reads
+            if p == n and node is not None and c <= node:
+                parent_reads, parent_writes, reduced = _per_node_dram(
+                    hw, kind, sw, blocks, c, node, units, written, cp, shr, fills,
+                    (parent_reads, parent_writes, reduced))
+                if written:
+                    parent_side = parent_reads + parent_writes
             if p == n:
                 top_reads[r] = parent_reads
             flows[(r, c)] = Flow(c, p, fills, parent_reads, writebacks, parent_writes, rotated, reduced)
@@ -286,7 +292,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
 
             reads[p, r] += parent_reads
             writes[p, r] += parent_writes
-            if c > 0:
+            if c > 0 and not (c == node and hw.gbuf_pe_side):
                 # a buffer above the registers: what it serves, what fills it, what it writes back
                 writes[c, r] += fills + reduced
                 reads[c, r] += writebacks + rotated + reduced
@@ -311,6 +317,30 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     bus[j, r] += delivered if j == c else flow(j)
                 bus_side[j, r] += side
     return Traffic(reads, writes, bus, bus_side, hops, top_reads, flows)
+
+
+def _per_node_dram(hw: Hardware, kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, node: int,
+                   units: list[np.ndarray], written: bool, cp: int, shr, fills, counted):
+    """DRAM's side of a holder at or below the node level under the hardware's
+    counting conventions: ``(parent_reads, parent_writes, reduced)``.
+
+    kapla reads a word several nodes need once (multicast) and combines
+    partial sums between nodes; nn_dataflow's convention has every node fetch
+    its own copy (a buffer-sharing group one copy) and write its own partial
+    sums.
+    """
+    if written and hw.psums_through_dram:
+        block = blocks.get(c, node) if c < node else blocks.get(c)
+        writes = units[node] * _volume(kind, sw, block, blocks.whole) * cp
+        reads = writes - units[node] * sw.distinct * block[0][kind] * cp
+        # only what the PEs of one node combine is reduced before it goes out
+        return reads, writes, counted[2] + counted[1] - writes
+    if not written and hw.per_node_dram:
+        if c == node:
+            return fills / shr, counted[1], counted[2]
+        vol = _volume(kind, sw, blocks.get(c, node), blocks.whole)
+        return units[node] * vol * cp, counted[1], counted[2]
+    return counted
 
 
 def _stays_on_chip(kind: Kind, written: bool, feed: Feed) -> bool:
