@@ -63,12 +63,15 @@ class LayerCost(CostTotals):
         return sum(self.accesses.get(level, {}).values())
 
 
-def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check: bool = True) -> LayerCost:
+def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check: bool = True,
+             feed_rule: bool = True) -> LayerCost:
     """Cost of ``scheme`` on ``arch``.
 
     To evaluate a layer on a block of nodes, pass ``arch.with_node_region(...)``:
     the block then behaves as a smaller chip (its static energy too). ``feed``
     says which data move on chip instead of through DRAM (see :class:`Feed`).
+    ``check=False`` skips the validity check and ``feed_rule=False`` the rule
+    that on-chip data are fetched once (to cost another tool's scheme).
     """
     mismatch = level_mismatch(scheme, arch)
     if mismatch:
@@ -76,7 +79,7 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check:
     nests = from_schemes([scheme])
     validity = check_scheme(scheme, arch, nests) if check else Validity()
     costs = evaluate_nests(nests, arch, None if feed == FROM_DRAM else feed)
-    if validity.ok:
+    if validity.ok and feed_rule:
         validity = Validity(tuple(f"{scheme.layer.name}: {v.describe(0)}" for v in costs.feed_violations if v.mask[0]))
     if not validity.ok:
         return LayerCost(scheme.layer.name, validity)

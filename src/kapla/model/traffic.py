@@ -266,14 +266,15 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 writebacks = 0.0
                 delivered = fills
                 parent_side = parent_reads
+            if p == n:
+                # what on-chip data may be read is a rule about the data, not about how they are counted
+                top_reads[r] = parent_reads
             if p == n and node is not None and c <= node:
                 parent_reads, parent_writes, reduced = _per_node_dram(
                     hw, kind, sw, blocks, c, node, units, written, cp, shr, fills,
                     (parent_reads, parent_writes, reduced))
                 if written:
                     parent_side = parent_reads + parent_writes
-            if p == n:
-                top_reads[r] = parent_reads
             flows[(r, c)] = Flow(c, p, fills, parent_reads, writebacks, parent_writes, rotated, reduced)
 
             if node is not None and c <= node < p:  # the pair spans the node level

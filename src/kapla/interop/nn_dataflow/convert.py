@@ -168,12 +168,18 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
             unit[dim] = unit.get(dim, 1) * n
     if y_loops.get(2, 1) > 1:
         unit["Y"] = y_loops[2]
+    # nn_dataflow counts a processing pass as one step: the filter row stays,
+    # the input row streams through, the outputs accumulate; so the pass's
+    # own loops belong to the unit, not to loops that reload it
+    for lp in pass_loops:
+        unit[lp.dim] = unit.get(lp.dim, 1) * lp.count
 
     node_stacks = _fold_grid(node_stacks, node_array)
-    shr = tuple((kind, g) for kind, g in zip((Kind.WGT, Kind.IFM, Kind.OFM), scheme.bufshr_grp, strict=True)
-                if g > 1)
+    # a group shares one copy of what it keeps; what bypasses the buffer is not shared there
+    shr = tuple((kind, g) for kind, g, kept in zip((Kind.WGT, Kind.IFM, Kind.OFM), scheme.bufshr_grp,
+                                                   scheme.gbuf_stored, strict=True) if g > 1 and kept)
     levels = (
-        LevelScheme("REGF", tuple(pe_stacks), tuple(level_loops(1) + pass_loops)),
+        LevelScheme("REGF", tuple(pe_stacks), tuple(level_loops(1))),
         LevelScheme("GBUF", tuple(node_stacks), tuple(level_loops(0)), shr=shr,
                     bypass=frozenset(k for k, kept in zip((Kind.WGT, Kind.IFM, Kind.OFM), scheme.gbuf_stored,
                                                           strict=True) if not kept)),

@@ -1,0 +1,72 @@
+"""nn_dataflow's schedule evaluated by kapla's evaluator, layer by layer.
+
+Each layer's scheme becomes kapla's directives (:mod:`.convert`) and is
+costed by :func:`kapla.model.evaluate.evaluate` on the hardware the caller
+gives (``multinode_nndataflow`` to count as nn_dataflow does). Where the
+segment keeps data on chip -- an input forwarded from its producer, an
+output kept for its consumer, weights pinned for the whole run -- the layer
+is costed with that :class:`~kapla.model.feed.Feed`, as nn_dataflow's
+``is_dram`` flags and its zero DRAM weight traffic say.
+
+nn_dataflow's schemes are valid in nn_dataflow's rules; kapla's check may
+disagree (a processing pass streams a whole input row through a PE whose
+register file kapla sees holding it; a PE left idle by Eyeriss's rounding).
+The layer is costed all the same and kapla's objections are kept as notes,
+so a difference in the rules is shown, never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.interop.nn_dataflow.convert import FIL, from_record, to_layer_scheme
+from kapla.model.evaluate import LayerCost, evaluate
+from kapla.model.feed import FROM_DRAM, Feed
+from kapla.workload.network import Network
+
+#: NoC hops a forwarded fmap travels between neighbouring regions (nn_dataflow
+#: counts its own per-node distances; kapla's hop model is coarser).
+FORWARD_HOPS = 1.0
+
+
+@dataclass(frozen=True)
+class ImportedLayer:
+    """One layer of an imported schedule: kapla's directives, their cost, kapla's objections."""
+
+    name: str
+    scheme: LayerScheme
+    feed: Feed
+    cost: LayerCost
+    notes: tuple[str, ...]
+
+
+def _field(record: Any, name: str) -> Any:
+    return record[name] if isinstance(record, Mapping) else getattr(record, name)
+
+
+def feed_of(record: Any, has_weights: bool) -> Feed:
+    """Where nn_dataflow's scheme gets its data: DRAM or on chip."""
+    src_dram, dst_dram = (bool(v) for v in _field(record, "is_dram"))
+    pinned = has_weights and float(_field(record, "access")[0][FIL]) == 0.0
+    if src_dram and dst_dram and not pinned:
+        return FROM_DRAM
+    return Feed(ifm_hops=None if src_dram else FORWARD_HOPS, to_dram=dst_dram, pinned=pinned)
+
+
+def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, record: Any) -> ImportedLayer:
+    """Layer ``name`` of ``net`` under nn_dataflow's scheme ``record`` (a mapping or an object with its fields)."""
+    layer = net[name]
+    scheme = from_record(_field(record, "part"), _field(record, "tvals"), _field(record, "orders"),
+                         _field(record, "unit_size"), _field(record, "bufshr_grp_size"), _field(record, "size"))
+    producers = net.producers(name)
+    directives = to_layer_scheme(layer, batch, scheme, arch.levels[0].array, arch.levels[-2].array,
+                                 ifm_name=producers[0] if producers else None)
+    feed = feed_of(record, layer.has_weights)
+    checked = evaluate(directives, arch, feed)
+    cost = checked if checked.valid else evaluate(directives, arch, feed, check=False, feed_rule=False)
+    notes = tuple(str(v) for v in checked.validity.reasons) if not checked.valid else ()
+    return ImportedLayer(name, directives, feed, cost, notes)
