@@ -17,7 +17,7 @@ def test_list():
     result = runner.invoke(app, ["arch", "list"])
     assert result.exit_code == 0
     assert result.stdout.split() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
-                                     "simba"]
+                                     "multinode_nndataflow", "simba"]
 
 
 def test_show_preset():

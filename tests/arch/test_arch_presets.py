@@ -10,7 +10,7 @@ PJ = 1e-12
 
 
 def test_list_presets():
-    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4", "simba"]
+    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4", "multinode_nndataflow", "simba"]
 
 
 def test_multinode_structure():
@@ -92,3 +92,11 @@ def test_describe_mentions_every_level(name):
 def test_presets_are_hashable_values():
     assert load_arch("multinode") == load_arch("multinode")
     assert len({load_arch("multinode"), load_arch("multinode")}) == 1
+
+
+def test_multinode_nndataflow_is_multinode_counted_as_nn_dataflow_counts():
+    ours, theirs = load_arch("multinode"), load_arch("multinode_nndataflow")
+    assert theirs.replace(name="multinode", counting={}) == ours
+    assert (theirs.counting.dram_reads, theirs.counting.partial_sums, theirs.counting.gbuf_side) == (
+        "per_node", "through_dram", "pe_side")
+    assert "counting" not in ours.to_dict() and theirs.to_dict()["counting"]["dram_reads"] == "per_node"
