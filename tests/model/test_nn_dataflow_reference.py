@@ -11,6 +11,8 @@ same scheme therefore shows nn_dataflow's count at kapla's node boundary
 (fills and write-backs of all node buffers) and a smaller one at DRAM.
 """
 
+import numpy as np
+
 from kapla.arch import load_arch
 from kapla.dataflow.tensors import Kind
 from kapla.model import evaluate
@@ -58,3 +60,28 @@ def test_kapla_reads_shared_inputs_once_and_reduces_partial_sums_on_chip():
     dram = cost.level_accesses("DRAM")
     assert dram == 4096 * 64 + 4096 * 1000 + 1000 * 64  # every word once
     assert REFERENCE_FC3_DRAM / dram > 1.8
+
+
+def test_the_per_node_conventions_count_at_dram_what_the_nodes_move():
+    """``multinode_nndataflow`` counts the same scheme the reference's way at DRAM."""
+    arch, scheme = fc3_scheme()
+    ours = evaluate(scheme, arch)
+    theirs = evaluate(scheme, arch.replace(counting={"dram_reads": "per_node", "partial_sums": "through_dram"}))
+    assert theirs.valid and ours.valid
+    assert theirs.level_accesses("DRAM") == REFERENCE_FC3_DRAM
+    assert theirs.accesses["DRAM"]["fc3.in"] == 8 * ours.accesses["DRAM"]["fc3.in"]  # 8 output groups, 8 copies
+    assert theirs.accesses["DRAM"]["fc3"] == 32 * ours.accesses["DRAM"]["fc3"]  # 32 input groups, 32 partials
+    # only the DRAM side moves: the PEs see the same words
+    assert theirs.level_accesses("REGF") == ours.level_accesses("REGF")
+    assert theirs.level_accesses("ITCN") == ours.level_accesses("ITCN")
+
+
+def test_the_pe_side_convention_leaves_out_the_buffer_fills_from_dram():
+    arch, scheme = fc3_scheme()
+    both = evaluate(scheme, arch)
+    pe_side = evaluate(scheme, arch.replace(counting={"gbuf_side": "pe_side"}))
+    top = top_flows(arch, scheme)
+    filled = sum(float(np.sum(f.fills + f.writebacks + f.rotated + 2 * f.reduced)) for f in top.values())
+    assert filled > 0
+    assert pe_side.level_accesses("GBUF") == both.level_accesses("GBUF") - filled
+    assert pe_side.level_accesses("DRAM") == both.level_accesses("DRAM")
