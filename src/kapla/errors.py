@@ -27,3 +27,7 @@ class UnsupportedOpError(KaplaError):
 
 class ArchError(KaplaError):
     """A hardware description is invalid."""
+
+
+class InteropError(KaplaError):
+    """Another tool's output (e.g. nn_dataflow's JSON) cannot be read or imported."""

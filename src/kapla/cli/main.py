@@ -8,6 +8,7 @@ from kapla import __version__
 from kapla.cli.arch_cmd import arch_cmd
 from kapla.cli.common import KaplaGroup
 from kapla.cli.compare_cmd import compare_cmd
+from kapla.cli.import_cmd import import_cmd
 from kapla.cli.report_cmd import report_cmd
 from kapla.cli.schedule_cmd import schedule_cmd
 from kapla.cli.solvers_cmd import solvers_cmd
@@ -27,6 +28,7 @@ app.add_command(schedule_cmd)
 app.add_command(solvers_cmd)
 app.add_command(compare_cmd)
 app.add_command(report_cmd)
+app.add_command(import_cmd)
 
 
 def main() -> None:
