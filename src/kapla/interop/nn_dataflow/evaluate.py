@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from kapla.arch.spec import ArchSpec
-from kapla.interop.nn_dataflow.figures import ToolFigures
-from kapla.interop.nn_dataflow.reader import NnDataflowRun
+from kapla.interop.nn_dataflow.figures import Figures, ToolFigures
+from kapla.interop.nn_dataflow.imported import ImportedLayer, import_layer
+from kapla.interop.nn_dataflow.reader import LEVELS, NnDataflowRun
+from kapla.model.hardware import ITCN, STATIC
 from kapla.workload.network import Network
 
 
@@ -18,4 +22,28 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
     GBUF, ITCN, REGF (:data:`~kapla.interop.nn_dataflow.reader.LEVELS`), and the
     network's total.
     """
-    raise NotImplementedError("kapla's evaluation of nn_dataflow schedules is not written yet")
+    imported = imported_layers(run, net, arch)
+    layers = {im.name: _figures(im) for im in imported}
+    # a segment's regions run side by side; the layers of one region one after another
+    segments: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for im in imported:
+        seg, spatial, _ = run.schedules[im.name].sched_seq
+        segments[seg][spatial] += im.cost.time
+    time = sum(max(stages.values()) for stages in segments.values())
+    static = sum(im.cost.energy.get(STATIC, 0.0) for im in imported)
+    per_cycle = static / sum(im.cost.time for im in imported) if static else 0.0
+    energy = sum(im.cost.total_energy for im in imported) - static + per_cycle * time
+    total = Figures(energy, time, {lvl: sum(f.accesses[lvl] for f in layers.values()) for lvl in LEVELS},
+                    sum(f.noc_hops for f in layers.values()))
+    return ToolFigures(total, layers)
+
+
+def imported_layers(run: NnDataflowRun, net: Network, arch: ArchSpec) -> list[ImportedLayer]:
+    """Each layer of ``run`` as kapla's directives and their cost, in schedule order."""
+    return [import_layer(net, run.batch, arch, name, s) for name, s in run.schedules.items()]
+
+
+def _figures(im: ImportedLayer) -> Figures:
+    c = im.cost
+    names = {"DRAM": "DRAM", "GBUF": "GBUF", "ITCN": ITCN, "REGF": "REGF"}
+    return Figures(c.total_energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops)

@@ -32,7 +32,7 @@ from kapla.interop.nn_dataflow.reader import NnDataflowRun, NodeRegion
 
 #: The preset nn_dataflow's runs are read onto: the multi-node accelerator of
 #: TANGRAM and KAPLA, whose conventions nn_dataflow's cost model follows.
-BASE_PRESET = "multinode"
+BASE_PRESET = "multinode_nndataflow"
 
 # Rows of ``cost.mem_hier`` (nn_dataflow's memory-level order).
 _DRAM, _GBUF, _ITCN, _REGF = range(4)

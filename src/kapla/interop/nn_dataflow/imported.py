@@ -60,7 +60,10 @@ def feed_of(record: Any, has_weights: bool) -> Feed:
 def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, record: Any) -> ImportedLayer:
     """Layer ``name`` of ``net`` under nn_dataflow's scheme ``record`` (a mapping or an object with its fields)."""
     layer = net[name]
-    scheme = from_record(_field(record, "part"), _field(record, "tvals"), _field(record, "orders"),
+    part = _field(record, "part")
+    if not isinstance(part, (list, tuple)):
+        part = (part.order, part.pdims)
+    scheme = from_record(part, _field(record, "tvals"), _field(record, "orders"),
                          _field(record, "unit_size"), _field(record, "bufshr_grp_size"), _field(record, "size"))
     producers = net.producers(name)
     directives = to_layer_scheme(layer, batch, scheme, arch.levels[0].array, arch.levels[-2].array,
