@@ -40,7 +40,7 @@ def test_the_tables_set_both_tools_side_by_side_per_layer_and_in_total(fake_eval
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert f"run {MLP_S}: network mlp_s, batch 64, 3 layers in 1 segment; nn_dataflow's search took 1,232.8 s" in out
-    assert "hardware multinode as in nn_dataflow_mlp_s_tangram.json: 16x16 nodes of 8x8 PEs" in out
+    assert "hardware multinode_nndataflow as in nn_dataflow_mlp_s_tangram.json: 16x16 nodes of 8x8 PEs" in out
     assert "layer pipelining (at most 5 layers)" in out
     ratios = table_rows(out, "ratio")
     assert [label for label, _ in ratios] == ["fc1", "fc2", "fc3", "mlp_s"]

@@ -1,0 +1,75 @@
+"""nn_dataflow's own schedules evaluated by kapla under nn_dataflow's counting (``multinode_nndataflow``).
+
+Where the figures agree the tests say so within 5 %; where they do not, the
+difference is pinned here and explained in docs/nn_dataflow.md.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from kapla.interop.nn_dataflow import import_schedule
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="module")
+def alexnet():
+    return import_schedule(DATA / "nn_dataflow_alexnet_per_layer.json")
+
+
+@pytest.fixture(scope="module")
+def mlp_s():
+    return import_schedule(DATA / "nn_dataflow_mlp_s_tangram.json")
+
+
+def ratios(result, name):
+    ours, theirs = result.kapla.layers[name], result.nn_dataflow.layers[name]
+    out = {"energy": ours.energy_j / theirs.energy_j, "time": ours.time_cycles / theirs.time_cycles,
+           "hops": ours.noc_hops / theirs.noc_hops}
+    for level, words in theirs.accesses.items():
+        out[level] = ours.accesses[level] / words if words else float(ours.accesses[level] == 0)
+    return out
+
+
+FC_AND_POOL = ("fc1", "fc2", "fc3", "pool1_a", "pool1_b", "pool3_a", "pool3_b")
+
+
+@pytest.mark.parametrize("name", FC_AND_POOL)
+def test_fc_and_pool_layers_match_within_5_percent_except_noc(alexnet, name):
+    r = ratios(alexnet, name)
+    for figure in ("time", "DRAM", "GBUF", "ITCN", "REGF"):
+        assert abs(r[figure] - 1) <= 0.05, (name, figure, r[figure])
+    assert abs(r["energy"] - 1) <= 0.075, (name, r["energy"])
+
+
+def test_every_layer_does_the_same_work(alexnet, mlp_s):
+    for result in (alexnet, mlp_s):
+        for name in result.nn_dataflow.layers:
+            assert abs(ratios(result, name)["REGF"] - 1) <= 0.11, name
+
+
+@pytest.mark.parametrize("name", ["conv3_a", "conv4_a", "conv5_a", "conv3_b"])
+def test_later_convolutions_match_but_for_the_array_bus(alexnet, name):
+    r = ratios(alexnet, name)
+    for figure in ("time", "DRAM", "GBUF", "REGF"):
+        assert abs(r[figure] - 1) <= 0.01, (name, figure, r[figure])
+    # pinned: 13 output rows on 2 x 7 PEs; kapla counts the input rows of the idle PE's neighbours again
+    assert r["ITCN"] == pytest.approx(1.077, abs=0.01)
+
+
+def test_conv1_is_the_one_layer_kapla_cannot_reproduce(alexnet):
+    """conv1 folds 11 filter rows over 8 PE rows and bypasses the buffer for its
+    input; kapla's PE unit holding both folds reads the input rows once where
+    nn_dataflow streams them once per fold (pinned: docs/nn_dataflow.md)."""
+    r = ratios(alexnet, "conv1_a")
+    assert r["DRAM"] == pytest.approx(0.637, abs=0.01)
+    assert r["REGF"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_network_totals(alexnet, mlp_s):
+    a = alexnet.kapla.total.energy_j / alexnet.nn_dataflow.total.energy_j
+    assert a == pytest.approx(0.937, abs=0.01)
+    m = mlp_s.kapla.total
+    assert m.time_cycles == mlp_s.nn_dataflow.total.time_cycles == 2688
+    assert m.accesses["DRAM"] == mlp_s.nn_dataflow.total.accesses["DRAM"] == 51456
