@@ -1,0 +1,81 @@
+"""kapla against nn_dataflow on nn_dataflow's own reference runs (issue 11).
+
+    python benchmarks/nn_dataflow.py
+
+For each reference output of nn_dataflow (tests/interop/nn_dataflow/data):
+
+1. nn_dataflow's own schedule evaluated by kapla under ``multinode_nndataflow``
+   (``kapla import-schedule``), totals beside nn_dataflow's;
+2. what each counting convention is worth: nn_dataflow's AlexNet schedule
+   costed with kapla's counting, then switching nn_dataflow's on one by one;
+3. kapla's own schedule of the same network, options and batch on
+   ``multinode_nndataflow`` and on ``multinode``, beside nn_dataflow's energy and
+   search time.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import kapla
+from kapla.arch.loader import load_preset
+from kapla.interop.nn_dataflow import import_schedule
+from kapla.interop.nn_dataflow.evaluate import kapla_figures
+from kapla.interop.nn_dataflow.hardware import arch_from_run
+from kapla.interop.nn_dataflow.networks import network_of_run
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "interop" / "nn_dataflow" / "data"
+CASES = {
+    "nn_dataflow_alexnet_per_layer.json": dict(pipelining=False, buffer_sharing=False),
+    "nn_dataflow_mlp_s_tangram.json": dict(),
+}
+CONVENTIONS = [
+    ("kapla's (multinode)", {}),
+    ("+ every node fetches its own DRAM copy", {"dram_reads": "per_node"}),
+    ("+ partial sums through DRAM", {"dram_reads": "per_node", "partial_sums": "through_dram"}),
+    ("+ GBUF counted on its PE side (multinode_nndataflow)",
+     {"dram_reads": "per_node", "partial_sums": "through_dram", "gbuf_side": "pe_side"}),
+]
+
+
+def main() -> None:
+    print("## 1. nn_dataflow's schedule evaluated by kapla (multinode_nndataflow)\n")
+    print("| run | figure | kapla | nn_dataflow | ratio |\n|---|---|---|---|---|")
+    for name in CASES:
+        res = import_schedule(DATA / name)
+        ours, theirs = res.kapla.total, res.nn_dataflow.total
+        rows = [("energy (J)", ours.energy_j, theirs.energy_j), ("time (cycles)", ours.time_cycles, theirs.time_cycles)]
+        rows += [(f"{lvl} (words)", ours.accesses[lvl], theirs.accesses[lvl]) for lvl in theirs.accesses]
+        rows.append(("NoC (word-hops)", ours.noc_hops, theirs.noc_hops))
+        for label, a, b in rows:
+            print(f"| {res.run.net} | {label} | {a:.4g} | {b:.4g} | {a / b:.3f} |")
+    print("\n## 2. What each convention is worth (nn_dataflow's AlexNet schedule)\n")
+    run = import_schedule(DATA / "nn_dataflow_alexnet_per_layer.json").run
+    net = network_of_run(run)
+    base = load_preset("multinode")
+    print("| counting | energy (mJ) | time (Mcycles) | DRAM (M words) | GBUF (M words) |\n|---|---|---|---|---|")
+    for label, counting in CONVENTIONS:
+        t = kapla_figures(run, net, arch_from_run(run, base.replace(counting=counting))).total
+        print(f"| {label} | {t.energy_j * 1e3:.1f} | {t.time_cycles / 1e6:.2f} | {t.accesses['DRAM'] / 1e6:.1f} "
+              f"| {t.accesses['GBUF'] / 1e6:.0f} |")
+    print(f"| nn_dataflow's own figures | {run.total_cost * 1e3:.1f} | {run.total_time / 1e6:.2f} "
+          f"| {run.total_accesses[0] / 1e6:.1f} | {run.total_accesses[1] / 1e6:.0f} |")
+    print("\n## 3. kapla's own schedule beside nn_dataflow's\n")
+    print("| run | hardware | kapla energy (J) | nn_dataflow energy (J) | ratio | kapla search (s) "
+          "| nn_dataflow search (s) |\n|---|---|---|---|---|---|---|")
+    for name, options in CASES.items():
+        res = import_schedule(DATA / name)
+        net = network_of_run(res.run)
+        for preset in ("multinode_nndataflow", "multinode"):
+            arch = arch_from_run(res.run, load_preset(preset))
+            start = time.perf_counter()
+            result = kapla.schedule(net, arch, batch=res.run.batch, **options)
+            seconds = time.perf_counter() - start
+            theirs = res.run.total_cost
+            print(f"| {res.run.net} | {preset} | {result.energy_j:.4g} | {theirs:.4g} | {result.energy_j / theirs:.3f} "
+                  f"| {seconds:.1f} | {res.run.elapsed:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
