@@ -10,7 +10,8 @@ PJ = 1e-12
 
 
 def test_list_presets():
-    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4", "multinode_nndataflow", "simba"]
+    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
+                              "multinode_nndataflow", "simba"]
 
 
 def test_multinode_structure():

@@ -171,8 +171,8 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
     # nn_dataflow counts a processing pass as one step: the filter row stays,
     # the input row streams through, the outputs accumulate; so the pass's
     # own loops belong to the unit, not to loops that reload it
-    for lp in pass_loops:
-        unit[lp.dim] = unit.get(lp.dim, 1) * lp.count
+    for step in pass_loops:
+        unit[step.dim] = unit.get(step.dim, 1) * step.count
 
     node_stacks = _fold_grid(node_stacks, node_array)
     # a group shares one copy of what it keeps; what bypasses the buffer is not shared there
