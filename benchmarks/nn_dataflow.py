@@ -23,7 +23,6 @@ from kapla.arch.loader import load_preset
 from kapla.interop.nn_dataflow import import_schedule
 from kapla.interop.nn_dataflow.evaluate import kapla_figures
 from kapla.interop.nn_dataflow.hardware import arch_from_run
-from kapla.interop.nn_dataflow.networks import network_of_run
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "interop" / "nn_dataflow" / "data"
 CASES = {
@@ -40,10 +39,10 @@ CONVENTIONS = [
 
 
 def main() -> None:
+    imported = {name: import_schedule(DATA / name) for name in CASES}
     print("## 1. nn_dataflow's schedule evaluated by kapla (multinode_nndataflow)\n")
     print("| run | figure | kapla | nn_dataflow | ratio |\n|---|---|---|---|---|")
-    for name in CASES:
-        res = import_schedule(DATA / name)
+    for res in imported.values():
         ours, theirs = res.kapla.total, res.nn_dataflow.total
         rows = [("energy (J)", ours.energy_j, theirs.energy_j), ("time (cycles)", ours.time_cycles, theirs.time_cycles)]
         rows += [(f"{lvl} (words)", ours.accesses[lvl], theirs.accesses[lvl]) for lvl in theirs.accesses]
@@ -51,8 +50,8 @@ def main() -> None:
         for label, a, b in rows:
             print(f"| {res.run.net} | {label} | {a:.4g} | {b:.4g} | {a / b:.3f} |")
     print("\n## 2. What each convention is worth (nn_dataflow's AlexNet schedule)\n")
-    run = import_schedule(DATA / "nn_dataflow_alexnet_per_layer.json").run
-    net = network_of_run(run)
+    alexnet = imported["nn_dataflow_alexnet_per_layer.json"]
+    run, net = alexnet.run, alexnet.network
     base = load_preset("multinode")
     print("| counting | energy (mJ) | time (Mcycles) | DRAM (M words) | GBUF (M words) |\n|---|---|---|---|---|")
     for label, counting in CONVENTIONS:
@@ -65,8 +64,8 @@ def main() -> None:
     print("| run | hardware | kapla energy (J) | nn_dataflow energy (J) | ratio | kapla search (s) "
           "| nn_dataflow search (s) |\n|---|---|---|---|---|---|---|")
     for name, options in CASES.items():
-        res = import_schedule(DATA / name)
-        net = network_of_run(res.run)
+        res = imported[name]
+        net = res.network
         for preset in ("multinode_nndataflow", "multinode"):
             arch = arch_from_run(res.run, load_preset(preset))
             start = time.perf_counter()

@@ -205,6 +205,8 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     units = [nests.units(i)[rows].astype(float) for i in range(n + 1)]
     trips = nests.trips[rows].astype(float)
     node = hw.node
+    # without a node level no pair of holders spans one
+    node_at = n if node is None else node
     distance = _distance(nests, hw, feed)
 
     for r, role in enumerate(roles):
@@ -266,22 +268,27 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 writebacks = 0.0
                 delivered = fills
                 parent_side = parent_reads
+            spans_node = c <= node_at < p
+            # words entering the node buffers (a sharing group gets one copy)
+            into_nodes = (fills / shr if c == node_at else flow(node_at)) if spans_node and not written else 0.0
             if p == n:
                 # what on-chip data may be read is a rule about the data, not about how they are counted
                 top_reads[r] = parent_reads
-            if p == n and node is not None and c <= node:
-                parent_reads, parent_writes, reduced = _per_node_dram(
-                    hw, kind, sw, blocks, c, node, units, written, cp, shr, fills,
-                    (parent_reads, parent_writes, reduced))
-                if written:
+                if spans_node and not written and hw.per_node_dram:
+                    parent_reads = into_nodes  # every node fetches its own copy
+                elif spans_node and written and hw.psums_through_dram:
+                    reads_in, writes_out = _node_partial_sums(kind, sw, blocks, c, node_at, units[node_at], cp)
+                    # only what the PEs of one node combine is reduced before it goes out
+                    reduced = reduced + parent_writes - writes_out
+                    parent_reads, parent_writes = reads_in, writes_out
                     parent_side = parent_reads + parent_writes
             flows[(r, c)] = Flow(c, p, fills, parent_reads, writebacks, parent_writes, rotated, reduced)
 
-            if node is not None and c <= node < p:  # the pair spans the node level
-                if c == node:
+            if spans_node:
+                if c == node_at:
                     hops[r] += rotated + reduced
                 elif written:  # partial sums combined between nodes on their way out
-                    hops[r] += np.maximum(flow(node) - parent_side, 0.0) / 2
+                    hops[r] += np.maximum(flow(node_at) - parent_side, 0.0) / 2
             if feed is not None and p == n and _stays_on_chip(kind, written, feed):
                 if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
                     # read from (or left in) the node buffers; a forwarded input crosses the NoC
@@ -297,12 +304,8 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 # a buffer above the registers: what it serves, what fills it, what it writes back
                 writes[c, r] += fills + reduced
                 reads[c, r] += writebacks + rotated + reduced
-            if node is not None and c <= node < p:
-                if written:
-                    hops[r] += parent_side * distance
-                else:
-                    into_nodes = fills / shr if c == node else flow(node)
-                    hops[r] += into_nodes * distance
+            if spans_node:
+                hops[r] += (parent_side if written else into_nodes) * distance
             for j in range(c, p):
                 lvl = hw.levels[j]
                 if lvl.bus is None:
@@ -320,28 +323,13 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     return Traffic(reads, writes, bus, bus_side, hops, top_reads, flows)
 
 
-def _per_node_dram(hw: Hardware, kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, node: int,
-                   units: list[np.ndarray], written: bool, cp: int, shr, fills, counted):
-    """DRAM's side of a holder at or below the node level under the hardware's
-    counting conventions: ``(parent_reads, parent_writes, reduced)``.
-
-    kapla reads a word several nodes need once (multicast) and combines
-    partial sums between nodes; nn_dataflow's convention has every node fetch
-    its own copy (a buffer-sharing group one copy) and write its own partial
-    sums.
-    """
-    if written and hw.psums_through_dram:
-        block = blocks.get(c, node) if c < node else blocks.get(c)
-        writes = units[node] * _volume(kind, sw, block, blocks.whole) * cp
-        reads = writes - units[node] * sw.distinct * block[0][kind] * cp
-        # only what the PEs of one node combine is reduced before it goes out
-        return reads, writes, counted[2] + counted[1] - writes
-    if not written and hw.per_node_dram:
-        if c == node:
-            return fills / shr, counted[1], counted[2]
-        vol = _volume(kind, sw, blocks.get(c, node), blocks.whole)
-        return units[node] * vol * cp, counted[1], counted[2]
-    return counted
+def _node_partial_sums(kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, node: int, nodes: np.ndarray,
+                       cp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Partial sums all nodes read back and write out, each its own (nn_dataflow's
+    convention: nodes splitting a reduction do not combine): ``(reads, writes)``."""
+    block = blocks.get(c, node) if c < node else blocks.get(c)
+    writes = nodes * _volume(kind, sw, block, blocks.whole) * cp
+    return writes - nodes * sw.distinct * block[0][kind] * cp, writes
 
 
 def _stays_on_chip(kind: Kind, written: bool, feed: Feed) -> bool:

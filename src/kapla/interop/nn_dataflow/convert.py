@@ -26,12 +26,12 @@ that can take them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.tensors import Kind
-from kapla.errors import KaplaError
+from kapla.errors import InteropError
+from kapla.interop.nn_dataflow.reader import LayerSchedule
 from kapla.workload.layer import Layer, Op
 
 # nn_dataflow's enumerations, by position
@@ -41,7 +41,7 @@ OUTP, OFMP, BATP, INPP = 0, 1, 2, 3
 _LOOP_DIM = {IFM_LOOP: "C", OFM_LOOP: "K", BAT_LOOP: "N"}
 
 
-class ConversionError(KaplaError):
+class ConversionError(InteropError):
     """An nn_dataflow scheme kapla cannot express for its layer."""
 
 
@@ -57,9 +57,26 @@ class NdfScheme:
     bufshr_grp: tuple[int, int, int] = (1, 1, 1)  # nodes sharing one copy of (FIL, IFM, OFM)
     gbuf_stored: tuple[bool, bool, bool] = (True, True, True)  # (FIL, IFM, OFM) kept in the global buffer
 
+    @classmethod
+    def of(cls, schedule: LayerSchedule) -> NdfScheme:
+        """The fields of a scheme read from nn_dataflow's file; a data category of
+        no size in the global buffer (``size[0]``) bypasses it."""
+        return cls(schedule.part.order, schedule.part.pdims, schedule.tvals, schedule.orders,
+                   schedule.unit_size[0], schedule.bufshr_grp_size,
+                   (schedule.size[0][FIL] > 0, schedule.size[0][IFM] > 0, schedule.size[0][OFM] > 0))
+
 
 def _idivc(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _dim_of(loop: int, pool: bool) -> str | None:
+    """kapla's dimension of an nn_dataflow loop; a pooling layer's channels are
+    ``G`` and it has no input-channel loop of its own."""
+    dim = _LOOP_DIM[loop]
+    if pool:
+        return {"K": "G", "C": None}.get(dim, dim)
+    return dim
 
 
 @dataclass(frozen=True)
@@ -90,14 +107,13 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
     if layer.groups != 1 and layer.op != Op.POOL:
         raise ConversionError(f"{layer.name}: nn_dataflow has no grouped convolutions (split them into layers)")
     pd = scheme.pdims
-    parts = {"K": pd[OUTP], "Y": (pd[OFMP][0], 1), "X": (1, pd[OFMP][1]), "N": pd[BATP], "C": pd[INPP]}
     pool = layer.op == Op.POOL
-    if pool:
-        parts["G"] = parts.pop("K")
-        if math.prod(pd[INPP]) > 1:
-            raise ConversionError(f"{layer.name}: input-channel partition of a pooling layer")
-    loops = layer.loops
+    if pool and math.prod(pd[INPP]) > 1:
+        raise ConversionError(f"{layer.name}: input-channel partition of a pooling layer")
     chans = "G" if pool else "K"
+    parts = [(OUTP, chans, pd[OUTP]), (OFMP, "Y", (pd[OFMP][0], 1)), (OFMP, "X", (1, pd[OFMP][1])),
+             (BATP, "N", pd[BATP]), (INPP, "C", pd[INPP])]
+    loops = layer.loops
     share = {
         "C": 1 if pool else _idivc(loops["C"], math.prod(pd[INPP])),
         chans: _idivc(loops[chans], math.prod(pd[OUTP])),
@@ -106,17 +122,13 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
         "N": _idivc(batch, math.prod(pd[BATP])),
     }
     # the partition's nesting: nn_dataflow's first partition is the outermost
-    node_stacks = []
-    for p in scheme.part_order:
-        for dim, (h, w) in parts.items():
-            if _parallel_of(dim, pool) == p and h * w > 1:
-                node_stacks.append(Stack(dim, h, w))
+    node_stacks = [Stack(dim, h, w) for p in scheme.part_order for q, dim, (h, w) in parts if q == p and h * w > 1]
 
     ey = _eyeriss((loops["S"], share["Y"]), pe_array)
     # replicated channels: Eyeriss's unit pass holds one input and one output channel
-    per_pass = _unit_pass_gbuf(layer, share, ey)
-    ifms = max(1, round(scheme.unit_size_gbuf[IFM] / per_pass[IFM])) if not pool else 1
-    ofms = max(1, round(scheme.unit_size_gbuf[OFM] / per_pass[OFM]))
+    pass_ifm, pass_ofm = _unit_pass_gbuf(layer, share, ey)
+    ifms = max(1, round(scheme.unit_size_gbuf[IFM] / pass_ifm)) if not pool else 1
+    ofms = max(1, round(scheme.unit_size_gbuf[OFM] / pass_ofm))
 
     tv = [list(t) for t in scheme.tvals]
     # fold.w output-row folds ride in the batch loops: give them back to Y, innermost first
@@ -135,10 +147,8 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
         order = scheme.orders[lvl]
         out: list[Loop] = []
         for lp in sorted(range(3), key=lambda lp: -order[lp]):
-            dim = _LOOP_DIM[lp]
-            if pool and dim == "K":
-                dim = "G"
-            if pool and dim == "C":
+            dim = _dim_of(lp, pool)
+            if dim is None:
                 continue
             if tv[lvl][lp] > 1:
                 out.append(Loop(dim, tv[lvl][lp]))
@@ -158,13 +168,10 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
     pass_loops = [Loop(d, n) for d, n in (("S", ey.fold[0]), ("X", share["X"])) if n > 1]
 
     # what one PE keeps across the register-file-level loops
-    inner = tv[2] if len(tv) > 2 else [1, 1, 1]
     unit = {"R": loops["R"]}
-    for lp, n in enumerate(inner):
-        dim = _LOOP_DIM[lp]
-        if pool and dim == "K":
-            dim = "G"
-        if n > 1 and not (pool and dim == "C"):
+    for lp, n in enumerate(tv[2]):
+        dim = _dim_of(lp, pool)
+        if n > 1 and dim is not None:
             unit[dim] = unit.get(dim, 1) * n
     if y_loops.get(2, 1) > 1:
         unit["Y"] = y_loops[2]
@@ -210,30 +217,12 @@ def _fold_grid(stacks: list[Stack], array: tuple[int, int]) -> list[Stack]:
     return out
 
 
-def _parallel_of(dim: str, pool: bool) -> int:
-    return {"K": OUTP, "G": OUTP, "Y": OFMP, "X": OFMP, "N": BATP, "C": INPP}[dim]
-
-
-def _unit_pass_gbuf(layer: Layer, share: dict[str, int], ey: _Eyeriss) -> tuple[float, float, float]:
-    """Words of (FIL, IFM, OFM) one unit pass (one input, one output channel) keeps in the buffer."""
+def _unit_pass_gbuf(layer: Layer, share: dict[str, int], ey: _Eyeriss) -> tuple[int, int]:
+    """Words of input and output fmap one unit pass (one input, one output channel) keeps in the buffer."""
     loops = layer.loops
     rows = _idivc(share["Y"], ey.fold[1])
     sy, sx = layer.stride
     in_rows = (rows - 1) * sy + loops["S"]
     in_cols = (share["X"] - 1) * sx + loops["R"]
-    fil = 0 if layer.op == Op.POOL else loops["S"] * loops["R"]
-    return (fil, in_rows * in_cols, rows * share["X"])
+    return in_rows * in_cols, rows * share["X"]
 
-
-def from_record(part: Sequence, tvals: Sequence, orders: Sequence, unit_size: Sequence,
-                bufshr_grp: Sequence[int] = (1, 1, 1), size: Sequence | None = None) -> NdfScheme:
-    """An :class:`NdfScheme` from the JSON fields of the same names (``size``:
-    words per level and data category; a category of no size at the global
-    buffer bypasses it)."""
-    order, pdims = part
-    stored = (True, True, True) if size is None else tuple(float(v) > 0 for v in size[0])
-    return NdfScheme(tuple(int(p) for p in order), tuple((int(h), int(w)) for h, w in pdims),
-                     tuple(tuple(int(v) for v in t) for t in tvals),  # type: ignore[misc]
-                     tuple(tuple(int(v) for v in o) for o in orders),  # type: ignore[misc]
-                     tuple(float(v) for v in unit_size[0]),  # type: ignore[arg-type]
-                     tuple(int(g) for g in bufshr_grp), stored)  # type: ignore[arg-type]

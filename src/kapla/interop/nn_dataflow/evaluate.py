@@ -23,16 +23,19 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
     network's total.
     """
     imported = imported_layers(run, net, arch)
-    layers = {im.name: _figures(im) for im in imported}
+    # nn_dataflow's levels by position: whatever the hardware calls them
+    regf, gbuf, dram = (level.name for level in arch.levels)
+    names = dict(zip(LEVELS, (dram, gbuf, ITCN, regf), strict=True))
+    layers = {im.name: _figures(im, names) for im in imported}
     # a segment's regions run side by side; the layers of one region one after another
     segments: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for im in imported:
         seg, spatial, _ = run.schedules[im.name].sched_seq
         segments[seg][spatial] += im.cost.time
     time = sum(max(stages.values()) for stages in segments.values())
+    # static energy over the run, not over the layers' own times added up
     static = sum(im.cost.energy.get(STATIC, 0.0) for im in imported)
-    per_cycle = static / sum(im.cost.time for im in imported) if static else 0.0
-    energy = sum(im.cost.total_energy for im in imported) - static + per_cycle * time
+    energy = sum(im.cost.total_energy for im in imported) - static + arch.static_energy * time
     total = Figures(energy, time, {lvl: sum(f.accesses[lvl] for f in layers.values()) for lvl in LEVELS},
                     sum(f.noc_hops for f in layers.values()))
     return ToolFigures(total, layers)
@@ -43,7 +46,6 @@ def imported_layers(run: NnDataflowRun, net: Network, arch: ArchSpec) -> list[Im
     return [import_layer(net, run.batch, arch, name, s) for name, s in run.schedules.items()]
 
 
-def _figures(im: ImportedLayer) -> Figures:
+def _figures(im: ImportedLayer, names: dict[str, str]) -> Figures:
     c = im.cost
-    names = {"DRAM": "DRAM", "GBUF": "GBUF", "ITCN": ITCN, "REGF": "REGF"}
     return Figures(c.total_energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops)

@@ -17,13 +17,12 @@ so a difference in the rules is shown, never hidden.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.interop.nn_dataflow.convert import FIL, from_record, to_layer_scheme
+from kapla.interop.nn_dataflow.convert import FIL, NdfScheme, to_layer_scheme
+from kapla.interop.nn_dataflow.reader import LayerSchedule
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import FROM_DRAM, Feed
 from kapla.workload.network import Network
@@ -44,31 +43,22 @@ class ImportedLayer:
     notes: tuple[str, ...]
 
 
-def _field(record: Any, name: str) -> Any:
-    return record[name] if isinstance(record, Mapping) else getattr(record, name)
-
-
-def feed_of(record: Any, has_weights: bool) -> Feed:
+def feed_of(schedule: LayerSchedule, has_weights: bool) -> Feed:
     """Where nn_dataflow's scheme gets its data: DRAM or on chip."""
-    src_dram, dst_dram = (bool(v) for v in _field(record, "is_dram"))
-    pinned = has_weights and float(_field(record, "access")[0][FIL]) == 0.0
+    src_dram, dst_dram = schedule.is_dram
+    pinned = has_weights and schedule.access[0][FIL] == 0.0
     if src_dram and dst_dram and not pinned:
         return FROM_DRAM
     return Feed(ifm_hops=None if src_dram else FORWARD_HOPS, to_dram=dst_dram, pinned=pinned)
 
 
-def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, record: Any) -> ImportedLayer:
-    """Layer ``name`` of ``net`` under nn_dataflow's scheme ``record`` (a mapping or an object with its fields)."""
+def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule) -> ImportedLayer:
+    """Layer ``name`` of ``net`` under nn_dataflow's scheme ``schedule``."""
     layer = net[name]
-    part = _field(record, "part")
-    if not isinstance(part, (list, tuple)):
-        part = (part.order, part.pdims)
-    scheme = from_record(part, _field(record, "tvals"), _field(record, "orders"),
-                         _field(record, "unit_size"), _field(record, "bufshr_grp_size"), _field(record, "size"))
     producers = net.producers(name)
-    directives = to_layer_scheme(layer, batch, scheme, arch.levels[0].array, arch.levels[-2].array,
+    directives = to_layer_scheme(layer, batch, NdfScheme.of(schedule), arch.levels[0].array, arch.levels[-2].array,
                                  ifm_name=producers[0] if producers else None)
-    feed = feed_of(record, layer.has_weights)
+    feed = feed_of(schedule, layer.has_weights)
     checked = evaluate(directives, arch, feed)
     cost = checked if checked.valid else evaluate(directives, arch, feed, check=False, feed_rule=False)
     notes = tuple(str(v) for v in checked.validity.reasons) if not checked.valid else ()
