@@ -10,7 +10,7 @@ def names(plans):
 
 def test_linear_chain_segments_and_slots():
     net = get_network("alexnet", 64)
-    ends = segment_plans(net, max_layers=4)
+    ends = segment_plans(net, max_stages=4)
     order = [layer.name for layer in net]
     i = order.index("pool1_a")
     assert ("conv1_a", "pool1_a") in names(ends[i])

@@ -62,13 +62,13 @@ from kapla.solve.inter import (
 from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
 from kapla.solve.result import LayerResult, ScheduleResult, cycles
 from kapla.solve.segment_solver import LayerCache, SegmentSolver
-from kapla.solve.segments import SegmentPlan, segment_plans
+from kapla.solve.segments import SegmentPlan, schedule_order, segment_plans
 from kapla.solve.store import LayerStore, scope_of
 from kapla.solve.workers import check_jobs, worker_pool
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
-MAX_SEGMENT = 5  # layers per segment, as TANGRAM's and nn_dataflow's default
+MAX_SEGMENT = 5  # stages (slots) per segment, as TANGRAM's layer_pipeline_max_degree
 
 MAX_DEFAULT_JOBS = 4  # worker processes by default: more rarely pays on one machine (layers are few and short)
 
@@ -401,7 +401,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
             stats, pool, layers: LayerCache) -> tuple[_Best, Search]:
-    order = [layer.name for layer in net]
+    order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
     segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool, layers)
