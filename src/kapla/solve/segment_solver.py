@@ -26,7 +26,7 @@ from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.solve.base import IntraSolver, NoSchemeError, Problem, shape_key
-from kapla.solve.inter import InterScheme, feed_of, placements
+from kapla.solve.inter import InterScheme, feed_of, placements, without_pins
 from kapla.solve.store import LayerStore
 from kapla.solve.workers import stop_workers
 from kapla.workload.layer import Layer
@@ -124,12 +124,19 @@ class SegmentSolver:
             return self.cache[inter]
         places = placements(self.net, self.arch, inter)
         schemes = {}
-        found = None
+        unsolved = []
         for name in inter.layers:
             scheme = self._layer(inter, places[name])
             if scheme is None:
-                break
-            schemes[name] = scheme
+                unsolved.append(name)
+                if not inter.pins:  # nothing to fall back on
+                    break
+            else:
+                schemes[name] = scheme
+        found = None
+        if unsolved:
+            fallback = without_pins(inter, unsolved)
+            found = None if fallback is None else self.solve(fallback)
         else:
             segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
             cost = evaluate_segment(segment, self.arch)
@@ -189,7 +196,7 @@ class SegmentSolver:
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
         # and a piece of each fmap forwarded to it, which waits in this region.
-        pinned = self.reserve if inter.pinned else 0
+        pinned = inter.pin_words(place.layer, self.reserve)
         waiting = 0
         if place.onchip_inputs:
             piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
