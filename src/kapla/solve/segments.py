@@ -1,8 +1,8 @@
 """Inter-layer structure: candidate segments and their node regions (TANGRAM Sec. 3.2-3.3).
 
-Layers are taken in topological order. A *segment* is a run of consecutive
-layers that execute together; its layers are grouped into *slots*, the
-pipeline stages, each on its own block of nodes (:func:`slots_of`). A
+A *segment* is a run of layers, consecutive in a topological order, that
+execute together; its layers are grouped into *slots*, the pipeline
+stages, each on its own block of nodes (:func:`slots_of`). A
 segment may hold at most ``max_stages`` slots: the limit counts stages, as
 nn_dataflow's ``layer_pipeline_max_degree`` counts the vertices of its
 scheduling DAG, so an LSTM cell (four gates and the element-wise layers that
