@@ -11,11 +11,11 @@ from kapla.solve.inter import (
     estimate,
     inter_schemes,
     may_fit,
+    pin_choices,
     pin_reserve,
     placements,
     tangram_pins,
     weight_words,
-    without_pins,
 )
 from kapla.solve.kapla_intra import KaplaIntraSolver
 from kapla.solve.segment_solver import SegmentSolver
@@ -93,7 +93,7 @@ def spatial(net, arch, pinned=False, groups=1):
 def test_tangram_pins_each_slot_in_its_own_region_where_kaplas_rule_refuses():
     net = get_network("mlp_l", 64)  # 6.1 MB of weights: more than half of the chip's 8 MiB of buffers
     assert pin_reserve(net, MULTINODE) is None
-    plain, tangram = spatial(net, MULTINODE)
+    plain, tangram = spatial(net, MULTINODE)[:2]  # then fewer slots pinned
     assert not plain.pinned and tangram.pinned
     pins = tangram_pins(net, MULTINODE, net_layers(net), tangram.slots, tangram.regions)
     assert tangram.pins == pins
@@ -135,20 +135,24 @@ def test_kaplas_rule_is_kept_for_schedules_of_several_segments():
     assert not any(s.pinned for s in inter_schemes(net, MULTINODE, part, pinned=False))
 
 
-def test_a_slot_whose_layers_do_not_fit_beside_their_weights_reads_them_from_dram():
+def test_each_choice_of_pinned_slots_is_a_scheme_and_one_too_full_has_none():
     net = get_network("mlp_l", 64)
-    tangram = spatial(net, MULTINODE)[1]
-    # fc2's 1.5 M weights over its 96 nodes leave 759 of 16,384 words per node: no room for its blocks
-    assert tangram.pins[1] > node_buffer_words(MULTINODE, "wgt") - 1000
-    fallback = without_pins(tangram, ["fc2"])
-    assert fallback is not None and fallback.pins == (tangram.pins[0], 0) + tangram.pins[2:]
-    assert [p.pinned for p in placements(net, MULTINODE, fallback).values()] == [True, False, True, True]
-    assert without_pins(fallback, ["fc2"]) is None  # fails unpinned too: nothing to fall back on
-    assert without_pins(tangram, ["fc1", "fc2", "fc3", "fc4"]) is None  # nothing left pinned
-    found = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy").solve(tangram)
+    full = spatial(net, MULTINODE)[1].pins
+    choices = [s.pins for s in spatial(net, MULTINODE)[1:]]
+    assert choices == pin_choices(full) and len(choices) == 15 and choices[0] == full  # most pins first
+    assert all(s.pinned for s in spatial(net, MULTINODE)[1:])
+    assert pin_choices(None) == [] and pin_choices((0, 7, 0)) == [(0, 7, 0)]
+    # fc2's 1.5 M weights over its 96 nodes leave 759 of 16,384 words per node: its input piece (1,000) does not fit
+    assert full[1] > node_buffer_words(MULTINODE, "wgt") - 1000
+    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy")
+    with_fc2 = next(s for s in spatial(net, MULTINODE) if s.pins == full)
+    assert not may_fit(net, MULTINODE, with_fc2, reserve=0) and solver.solve(with_fc2) is None
+    without = next(s for s in spatial(net, MULTINODE) if s.pins == (full[0], 0, full[2], full[3]))
+    assert may_fit(net, MULTINODE, without, reserve=0)
+    found = solver.solve(without)
     assert found is not None and found[1].valid
     segment, cost = found
     assert {n for n, p in segment.placements.items() if p.pinned} == {"fc1", "fc3", "fc4"}
     assert "fc2.w" in cost.layers["fc2"].accesses["DRAM"] and "fc1.w" not in cost.layers["fc1"].accesses["DRAM"]
-    plain = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy").solve(spatial(net, MULTINODE)[0])
+    plain = solver.solve(spatial(net, MULTINODE)[0])
     assert plain is not None and cost.total_energy < plain[1].total_energy

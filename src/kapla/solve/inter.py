@@ -22,8 +22,9 @@ conservative validity test :func:`may_fit`, the compulsory-traffic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import LayerPlacement, Region
@@ -146,7 +147,7 @@ def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: t
     leave room in each node's buffer; whether the layers' own blocks then
     fit beside them is for their solves, which get the rest
     (:func:`kapla.model.hardware.with_node_reserve`). A slot whose weights
-    fill its buffers reads them from DRAM, as nn_dataflow does per layer.
+    fill its buffers does not pin (0).
     """
     if len(layers) != len(net) or any(sum(net[n].has_weights for n in slot) > 1 for slot in slots):
         return None
@@ -156,19 +157,6 @@ def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: t
         words = -(-sum(weight_words(net[n]) for n in slot) // region.nodes)
         pins.append(words if words < room else 0)
     return tuple(pins) if any(pins) else None
-
-
-def without_pins(inter: InterScheme, unsolved: Iterable[str]) -> InterScheme | None:
-    """``inter`` with the TANGRAM pins of the slots of layers that have no
-    scheme beside their pinned weights dropped: those slots read their weights
-    from DRAM (nn_dataflow pins layer by layer, where the weights fit). None
-    if a layer failed without pins or no pin is left (that scheme is the
-    unpinned one, a candidate of its own)."""
-    drop = {inter.slot_index(name) for name in unsolved}
-    if not inter.pins or any(inter.pins[i] == 0 for i in drop):
-        return None
-    pins = tuple(0 if i in drop else words for i, words in enumerate(inter.pins))
-    return replace(inter, pins=pins) if any(pins) else None
 
 
 # ---------------------------------------------------------------- candidate schemes
@@ -196,9 +184,26 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool)
         tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
         for g in groups:
             out.append(InterScheme(plan.layers, slots, regions, g, pinned))
-            if tangram is not None:
-                out.append(InterScheme(plan.layers, slots, regions, g, True, tangram))
+            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins) for pins in pin_choices(tangram))
     return out
+
+
+def pin_choices(pins: tuple[int, ...] | None) -> list[tuple[int, ...]]:
+    """Every non-empty choice of the slots that pin among those that may, most first.
+
+    nn_dataflow pins layer by layer, wherever a layer's weights fit beside
+    its blocks and that is cheapest; here each choice is a scheme of its own,
+    so every scheme says exactly what is pinned and an exhaustive search
+    finds the best choice.
+    """
+    if pins is None:
+        return []
+    may = [i for i, words in enumerate(pins) if words]
+    choices = []
+    for size in range(len(may), 0, -1):
+        for chosen in itertools.combinations(may, size):
+            choices.append(tuple(words if i in chosen else 0 for i, words in enumerate(pins)))
+    return choices
 
 
 def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> bool:
@@ -209,8 +214,7 @@ def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> b
         producers = onchip_producers(net, name, inside)
         if not producers:
             continue
-        # TANGRAM's pins give way when they leave no room (:func:`without_pins`)
-        per_node = node_buffer_words(arch, "ifm") - (0 if inter.pins else inter.pin_words(name, reserve))
+        per_node = node_buffer_words(arch, "ifm") - inter.pin_words(name, reserve)
         piece = sum(output_words(net[p], net.batch) for p in producers) / inter.groups
         if per_node <= 0 or piece > inter.region_of(name).nodes * per_node:
             return False

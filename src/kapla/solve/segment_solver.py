@@ -26,7 +26,7 @@ from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.solve.base import IntraSolver, NoSchemeError, Problem, shape_key
-from kapla.solve.inter import InterScheme, feed_of, placements, without_pins
+from kapla.solve.inter import InterScheme, feed_of, placements
 from kapla.solve.store import LayerStore
 from kapla.solve.workers import stop_workers
 from kapla.workload.layer import Layer
@@ -124,19 +124,12 @@ class SegmentSolver:
             return self.cache[inter]
         places = placements(self.net, self.arch, inter)
         schemes = {}
-        unsolved = []
+        found = None
         for name in inter.layers:
             scheme = self._layer(inter, places[name])
             if scheme is None:
-                unsolved.append(name)
-                if not inter.pins:  # nothing to fall back on
-                    break
-            else:
-                schemes[name] = scheme
-        found = None
-        if unsolved:
-            fallback = without_pins(inter, unsolved)
-            found = None if fallback is None else self.solve(fallback)
+                break
+            schemes[name] = scheme
         else:
             segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
             cost = evaluate_segment(segment, self.arch)
