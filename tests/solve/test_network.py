@@ -5,9 +5,11 @@ import pytest
 from kapla.api import schedule
 from kapla.arch import load_arch
 from kapla.model import evaluate
-from kapla.solve.inter import pin_reserve
+from kapla.solve.inter import inter_schemes, pin_reserve, weight_words
 from kapla.solve.kapla_intra import KaplaIntraSolver
-from kapla.solve.network import schedule_network
+from kapla.solve.network import MAX_SEGMENT, schedule_network
+from kapla.solve.segment_solver import SegmentSolver
+from kapla.solve.segments import segment_plans
 from kapla.workload.zoo import get_network
 
 MULTINODE = load_arch("multinode")
@@ -83,6 +85,37 @@ def test_lstm_weights_are_pinned_on_multinode():
         if layer.has_weights:
             accesses = result.layer(layer.name).cost.accesses["DRAM"]
             assert f"{layer.name}.w" not in accesses
+
+
+@pytest.mark.parametrize(("name", "from_dram"), [("lstm_m", set()), ("mlp_m", set()), ("mlp_l", {"fc2"})])
+def test_an_lstm_cell_and_the_mlps_run_as_one_segment_with_pinned_weights(name, from_dram):
+    """TANGRAM's space: the whole network one pipelined segment of at most five
+    stages, each region keeping its own weights (mlp_l's fc2 alone fills its
+    nodes' buffers); KAPLA's search picks one pinned segment too."""
+    net = get_network(name, 64)
+    plan = next(p for p in segment_plans(net, MAX_SEGMENT)[-1] if len(p) == len(net))
+    choices = [s for s in inter_schemes(net, MULTINODE, plan, pinned=False) if s.pins and s.groups == 1]
+    assert {s.layout for s in choices} == {"spatial"}
+    assert len(choices[0].slots) == sum(layer.has_weights for layer in net)
+    # the scheme with the most slots pinned that has a valid schedule
+    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy")
+    candidate, cost = next(found for s in choices if (found := solver.solve(s)) is not None)
+    assert cost.valid
+    assert {n for n, p in candidate.placements.items() if p.pinned} == {
+        layer.name for layer in net if layer.has_weights and layer.name not in from_dram}
+    # 6.1 MB of weights are more than kapla's rule pins (half the chip's buffers); TANGRAM's pins them region by region
+    assert (pin_reserve(net, MULTINODE) is None) == (name == "mlp_l")
+
+    result = schedule(net, MULTINODE)
+    assert result.valid and result.segments == (plan.layers,)
+    (segment,) = result.extra["segment_details"]
+    assert result.extra["pinned"] and segment["pinned"]
+    assert result.energy_j <= cost.total_energy * (1 + 1e-9)
+    reads = {layer.name for layer in net if layer.has_weights
+             and f"{layer.name}.w" in result.layer(layer.name).cost.accesses["DRAM"]}
+    assert reads == from_dram
+    held = sum(weight_words(layer) for layer in net if layer.has_weights and layer.name not in from_dram)
+    assert result.extra["pinned_load_j"] == pytest.approx(held * MULTINODE.levels[-1].access_energy)
 
 
 @pytest.mark.parametrize("name", ["alexnet", "googlenet", "lstm_m"])

@@ -3,6 +3,15 @@
 An :class:`InterScheme` says how a candidate segment runs: its slots on node
 regions (spatial pipelining) or all its layers on the whole array (temporal),
 the batch split into ``groups`` (ALLO), and whether the weights are pinned.
+
+Weights are pinned (loaded once, kept in the node buffers over every batch)
+by one of two rules. kapla's: all the network's weights fit in
+``PIN_FRACTION`` of the chip's buffers, every node keeps an equal share
+(:func:`pin_reserve`) and every segment of the schedule runs beside them.
+TANGRAM's (nn_dataflow's ``no_time_mux`` resources): the whole network is
+one segment whose every slot holds at most one layer with weights, and each
+slot keeps its own weights in its own region (:func:`tangram_pins`).
+
 This module works out where each layer's data come from and go to
 (:func:`placements`, :func:`feed_of`), enumerates the schemes of a segment
 (:func:`inter_schemes`), and judges them without solving any layer: the
@@ -13,6 +22,7 @@ conservative validity test :func:`may_fit`, the compulsory-traffic
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,6 +49,9 @@ class InterScheme:
     regions: tuple[Region, ...]  # one per slot
     groups: int = 1
     pinned: bool = False
+    #: TANGRAM's pinning: per slot, the words per node its pinned weights take
+    #: (0: not pinned). Empty under kapla's rule: every slot keeps the search's reserve.
+    pins: tuple[int, ...] = ()
 
     @property
     def layout(self) -> str:
@@ -46,11 +59,25 @@ class InterScheme:
             return "single"
         return "spatial" if len(self.slots) > 1 else "temporal"
 
-    def region_of(self, name: str) -> Region:
-        for slot, region in zip(self.slots, self.regions, strict=True):
+    def slot_index(self, name: str) -> int:
+        for i, slot in enumerate(self.slots):
             if name in slot:
-                return region
+                return i
         raise KeyError(name)
+
+    def region_of(self, name: str) -> Region:
+        return self.regions[self.slot_index(name)]
+
+    def pin_words(self, name: str, reserve: int) -> int:
+        """Words per node that pinned weights take in ``name``'s region;
+        ``reserve``: every node's share under kapla's rule."""
+        if not self.pinned:
+            return 0
+        return self.pins[self.slot_index(name)] if self.pins else reserve
+
+    def pins_weights_of(self, name: str) -> bool:
+        """Whether ``name``'s slot keeps its weights on chip."""
+        return self.pinned and (not self.pins or self.pins[self.slot_index(name)] > 0)
 
 
 # ---------------------------------------------------------------- data flow of a segment
@@ -86,7 +113,8 @@ def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, La
     out = {}
     for name in inter.layers:
         out[name] = LayerPlacement(name, inter.region_of(name), onchip_producers(net, name, inside),
-                                   writes_dram(net, name, inside), inter.pinned and net[name].has_weights)
+                                   writes_dram(net, name, inside),
+                                   net[name].has_weights and inter.pins_weights_of(name))
     return out
 
 
@@ -100,7 +128,7 @@ def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
 
 
 def pin_reserve(net: Network, arch: ArchSpec) -> int | None:
-    """Words each node keeps for pinned weights, or None if the weights cannot be pinned."""
+    """kapla's rule: words each node keeps for pinned weights, or None if the weights cannot be pinned."""
     nodes = arch.node_array[0] * arch.node_array[1]
     total = sum(weight_words(layer) for layer in net)
     if total == 0 or total > PIN_FRACTION * nodes * node_buffer_words(arch, "wgt"):
@@ -108,33 +136,85 @@ def pin_reserve(net: Network, arch: ArchSpec) -> int | None:
     return -(-total // nodes)
 
 
+def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: tuple[tuple[str, ...], ...],
+                 regions: tuple[Region, ...]) -> tuple[int, ...] | None:
+    """TANGRAM's rule: per slot, the words per node of its weights pinned in its region; None if it does not apply.
+
+    nn_dataflow pins a layer's weights only when the segment is the whole
+    network and no region runs two layers with weights one after another
+    (its ``no_time_mux``): then nothing else ever needs that region's
+    buffers. A slot pins when its weights, spread over its region's nodes,
+    leave room in each node's buffer; whether the layers' own blocks then
+    fit beside them is for their solves, which get the rest
+    (:func:`kapla.model.hardware.with_node_reserve`). A slot whose weights
+    fill its buffers does not pin (0).
+    """
+    if len(layers) != len(net) or any(sum(net[n].has_weights for n in slot) > 1 for slot in slots):
+        return None
+    room = node_buffer_words(arch, "wgt")
+    pins = []
+    for slot, region in zip(slots, regions, strict=True):
+        words = -(-sum(weight_words(net[n]) for n in slot) // region.nodes)
+        pins.append(words if words < room else 0)
+    return tuple(pins) if any(pins) else None
+
+
 # ---------------------------------------------------------------- candidate schemes
 
 def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool) -> list[InterScheme]:
-    """Every inter-layer scheme of a candidate segment on ``arch``."""
+    """Every inter-layer scheme of a candidate segment on ``arch``; ``pinned``:
+    under kapla's rule (the search's pinned run), else unpinned and, for a
+    segment that is the whole network, pinned by TANGRAM's rule as well."""
     whole = Region((0, 0), arch.node_array)
+    layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[Region, ...]]]
     if len(plan) == 1:
-        return [InterScheme(plan.layers, plan.slots, (whole,), 1, pinned)]
-    layouts = []
-    if arch.options.spatial_layer_pipe and len(plan.slots) > 1:
-        regions = allocate_regions(net, plan.slots, arch.node_array)
-        if regions is not None:
-            layouts.append((plan.slots, regions))
-    if arch.options.temporal_layer_pipe:
-        layouts.append(((plan.layers,), (whole,)))
-    return [InterScheme(plan.layers, slots, regions, g, pinned)
-            for slots, regions in layouts for g in GROUPS if net.batch % g == 0 and g <= net.batch]
+        layouts = [(plan.slots, (whole,))]
+        groups: tuple[int, ...] = (1,)
+    else:
+        layouts = []
+        if arch.options.spatial_layer_pipe and len(plan.slots) > 1:
+            regions = allocate_regions(net, plan.slots, arch.node_array)
+            if regions is not None:
+                layouts.append((plan.slots, regions))
+        if arch.options.temporal_layer_pipe:
+            layouts.append(((plan.layers,), (whole,)))
+        groups = tuple(g for g in GROUPS if net.batch % g == 0 and g <= net.batch)
+    out = []
+    for slots, regions in layouts:
+        tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
+        for g in groups:
+            out.append(InterScheme(plan.layers, slots, regions, g, pinned))
+            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins) for pins in pin_choices(tangram))
+    return out
+
+
+def pin_choices(pins: tuple[int, ...] | None) -> list[tuple[int, ...]]:
+    """Every non-empty choice of the slots that pin among those that may, most first.
+
+    nn_dataflow pins layer by layer, wherever a layer's weights fit beside
+    its blocks and that is cheapest; here each choice is a scheme of its own,
+    so every scheme says exactly what is pinned and an exhaustive search
+    finds the best choice.
+    """
+    if pins is None:
+        return []
+    may = [i for i, words in enumerate(pins) if words]
+    choices = []
+    for size in range(len(may), 0, -1):
+        for chosen in itertools.combinations(may, size):
+            choices.append(tuple(words if i in chosen else 0 for i, words in enumerate(pins)))
+    return choices
 
 
 def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> bool:
     """False only if no intra-layer scheme can make ``inter`` valid: a forwarded
     fmap piece must fit the buffers of the region that receives it."""
-    per_node = node_buffer_words(arch, "ifm") - reserve
     inside = set(inter.layers)
     for name in inter.layers:
         producers = onchip_producers(net, name, inside)
         if not producers:
             continue
+        per_node = node_buffer_words(arch, "ifm") - inter.pin_words(name, reserve)
         piece = sum(output_words(net[p], net.batch) for p in producers) / inter.groups
         if per_node <= 0 or piece > inter.region_of(name).nodes * per_node:
             return False
@@ -195,7 +275,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
             onchip_total += ifm
             energy += ifm * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
         if not feed.pinned:
-            room = place.region.nodes * (node_buffer_words(arch, "wgt") - reserve) / 2
+            room = place.region.nodes * (node_buffer_words(arch, "wgt") - inter.pin_words(name, reserve)) / 2
             dram += wgt * (inter.groups if wgt > room else 1)
         if feed.to_dram:
             dram += out

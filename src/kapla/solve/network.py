@@ -12,7 +12,9 @@ The inter-layer search works on *inter-layer schemes*: a candidate segment
   piece and only one piece of each intermediate fmap is buffered;
 * **pinning**: when all the network's weights fit in a fraction of the chip's
   buffers they stay there (model pinning); each node keeps its share, which
-  leaves less buffer for the layers' own blocks.
+  leaves less buffer for the layers' own blocks. A segment that is the whole
+  network may also pin by TANGRAM's rule, each slot its own weights in its
+  own region (:func:`kapla.solve.inter.tangram_pins`).
 
 KAPLA's search then
 
@@ -62,13 +64,13 @@ from kapla.solve.inter import (
 from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
 from kapla.solve.result import LayerResult, ScheduleResult, cycles
 from kapla.solve.segment_solver import LayerCache, SegmentSolver
-from kapla.solve.segments import SegmentPlan, segment_plans
+from kapla.solve.segments import SegmentPlan, schedule_order, segment_plans
 from kapla.solve.store import LayerStore, scope_of
 from kapla.solve.workers import check_jobs, worker_pool
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
-MAX_SEGMENT = 5  # layers per segment, as TANGRAM's and nn_dataflow's default
+MAX_SEGMENT = 5  # stages (slots) per segment, as TANGRAM's layer_pipeline_max_degree
 
 MAX_DEFAULT_JOBS = 4  # worker processes by default: more rarely pays on one machine (layers are few and short)
 
@@ -401,7 +403,7 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
             stats, pool, layers: LayerCache) -> tuple[_Best, Search]:
-    order = [layer.name for layer in net]
+    order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
     segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool, layers)
@@ -418,7 +420,7 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
                 stats.valid += 1
                 stats.count(plan.layers, 1)
                 all_schemes.append((index[plan.layers[0]], j, inter))
-                if len(plan) == 1:
+                if len(plan) == 1 and not inter.pins:  # the layer-by-layer chain pins only by kapla's rule
                     singles.append(inter)
     alone = {inter.layers[0] for inter in singles}
     for name in order:
@@ -435,7 +437,7 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
         total_time = sum(r[1].time for r in results)
         key = objective.key(energy, total_time)
         if best is None or key < best[0]:
-            best = (key, chain.schemes, results, pinned)
+            best = (key, chain.schemes, results, any(_pins(segment) for segment, _ in results))
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
     return best, search
@@ -444,6 +446,11 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
 def _complete(net: Network, layers: list[LayerResult]) -> bool:
     """Every layer of the network has exactly one scheme (an empty schedule is no answer)."""
     return len(net) > 0 and sorted(lr.name for lr in layers) == sorted(layer.name for layer in net)
+
+
+def _pins(segment: SegmentScheme) -> bool:
+    """Some of the segment's weights stay on chip."""
+    return any(place.pinned for place in segment.placements.values())
 
 
 def _pipelining(arch: ArchSpec) -> bool:
@@ -465,7 +472,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
         segments_info.append({"layers": list(inter.layers), "layout": inter.layout, "groups": inter.groups,
-                              "slots": [list(s) for s in inter.slots],
+                              "slots": [list(s) for s in inter.slots], "pinned": _pins(segment),
                               "energy_j": cost.total_energy, "time_cycles": cycles(cost.time)})
     order = {layer.name: i for i, layer in enumerate(net)}
     layers.sort(key=lambda lr: order[lr.name])
@@ -476,7 +483,8 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
              **more}
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
-        extra["pinned_load_j"] = sum(weight_words(net[n]) for n in order) * arch.levels[-1].access_energy
+        held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
+        extra["pinned_load_j"] = sum(weight_words(net[n]) for n in held) * arch.levels[-1].access_energy
     return ScheduleResult(
         network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver.name,
         objective=objective, segments=tuple(tuple(i.layers) for i in chain), layers=tuple(layers),

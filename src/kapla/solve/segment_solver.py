@@ -50,7 +50,7 @@ class LayerKey:
     layer: Layer  # its shape (:func:`shape_key`)
     batch: int  # one batch group
     region: tuple[int, int]  # rows x columns of nodes
-    feed: Feed  # where its data come from and go to (hop distances left out)
+    feed: Feed  # where its data come from and go to (the on-chip hop distance left out)
     reserve: tuple[tuple[str, int], ...]  # buffer words per node that are not its own, by tensor
 
     def problem(self, arch: ArchSpec, objective: str) -> Problem | None:
@@ -189,18 +189,19 @@ class SegmentSolver:
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
         # and a piece of each fmap forwarded to it, which waits in this region.
-        pinned = self.reserve if inter.pinned else 0
+        pinned = inter.pin_words(place.layer, self.reserve)
         waiting = 0
         if place.onchip_inputs:
             piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
             waiting = math.ceil(piece / place.region.nodes)
         reserve = (("ifm", waiting), ("wgt", pinned))
-        # The scheme is chosen for where the data come from and go to, not for the
-        # exact hop distances (they scale traffic every scheme must move anyway),
-        # so layers of one shape on equal regions share a solve; the segment is
-        # then costed with the true distances.
+        # The scheme is chosen at the region's true distance to DRAM (the segment
+        # is costed at it, and a solve at another distance could rank schemes
+        # differently), but not for the on-chip hop distance of its inputs: that
+        # scales traffic every scheme must move anyway, so layers of one shape
+        # on equally placed regions share a solve.
         canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
-                         pinned=feed.pinned)
+                         pinned=feed.pinned, dram_hops=feed.dram_hops)
         return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
     def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:

@@ -1,15 +1,22 @@
 """Inter-layer structure: candidate segments and their node regions (TANGRAM Sec. 3.2-3.3).
 
-Layers are taken in topological order. A *segment* is a run of consecutive
-layers that execute together; its layers are grouped into *slots* (a CONV/FC
-layer starts a slot, and a pooling or element-wise layer joins the slot of
-the producer it follows), each slot on its own block of nodes.
+A *segment* is a run of layers, consecutive in a topological order, that
+execute together; its layers are grouped into *slots*, the pipeline
+stages, each on its own block of nodes (:func:`slots_of`). A
+segment may hold at most ``max_stages`` slots: the limit counts stages, as
+nn_dataflow's ``layer_pipeline_max_degree`` counts the vertices of its
+scheduling DAG, so an LSTM cell (four gates and the element-wise layers that
+join them) is one segment of four stages.
 
-A layer may join a segment only if it shares a data dependency with it: it
-consumes the output of a layer already in the segment, or it reads the same
-off-chip input as one (GoogLeNet's inception branches). A layer whose output
-is consumed both inside and outside the segment must also write it to DRAM;
-TANGRAM allows at most one such outside consumer (LSTM cells, training).
+Segments are runs of :func:`schedule_order`, which keeps the layers of each
+stage of the whole network together, as nn_dataflow orders the vertices of
+its scheduling DAG. A segment's layers must share data dependencies: linked
+by producer-consumer edges inside it or by an off-chip input they read in
+common (GoogLeNet's inception branches), whichever layer of the run makes the
+link (a shortcut convolution joins a ResNet block through the addition after
+it). A layer whose output is consumed both inside and outside the segment
+must also write it to DRAM; TANGRAM allows at most one such outside consumer
+(LSTM cells, training).
 
 Regions are sized by each slot's share of the operations, in multiples of a
 common stripe height, and laid out as zig-zag stripes over the node array.
@@ -17,6 +24,7 @@ common stripe height, and laid out as zig-zag stripes over the node array.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from kapla.dataflow.segment import Region
@@ -36,55 +44,110 @@ class SegmentPlan:
 
 
 def slots_of(net: Network, layers: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
-    """Group a segment's layers into slots: weight layers start one, others follow their producer."""
+    """Group a segment's layers into slots, as nn_dataflow merges layers into
+    the vertices of its scheduling DAG.
+
+    A layer with weights starts a slot. A weightless layer (pooling,
+    element-wise) joins the latest slot that ends with one of its producers,
+    provided no other producer of it is earlier in that slot (that fmap would
+    be gone from the region by then) and the producer feeds no other layer of
+    the segment (the slot runs the layer right after it, on its data); else
+    it starts a slot. nn_dataflow asks the producer to feed no other layer of
+    the whole network: kapla writes an output that leaves the segment to DRAM
+    anyway (:func:`kapla.solve.inter.writes_dram`), so it need not give up the
+    merge for a consumer outside the segment.
+    """
     slots: list[list[str]] = []
-    slot_of: dict[str, int] = {}
     inside = set(layers)
     for name in layers:
-        layer = net[name]
-        producers = [p for p in net.producers(name) if p in inside]
         joins = None
-        if not layer.has_weights and len(producers) == 1:
-            p = producers[0]
-            i = slot_of[p]
-            # only at the end of the producer's slot, and only if nothing else reads the producer here
-            others = [c for c in net.consumers(p) if c in inside and c != name]
-            if slots[i][-1] == p and not others:
-                joins = i
+        if not net[name].has_weights:
+            producers = set(net.producers(name))
+            for i in reversed(range(len(slots))):
+                *head, tail = slots[i]
+                others = [c for c in net.consumers(tail) if c in inside and c != name]
+                if tail in producers and not producers.intersection(head) and not others:
+                    joins = i
+                    break
         if joins is None:
             slots.append([name])
-            slot_of[name] = len(slots) - 1
         else:
             slots[joins].append(name)
-            slot_of[name] = joins
     return tuple(tuple(s) for s in slots)
 
 
-def segment_plans(net: Network, max_layers: int = 5) -> list[list[SegmentPlan]]:
-    """For each layer index ``j`` (topological order), the candidate segments ending at it."""
-    order = [layer.name for layer in net]
+def schedule_order(net: Network) -> tuple[str, ...]:
+    """The network's layers in the order segments are cut from: the slots of
+    the whole network (nn_dataflow's vertices) each kept together, in
+    topological order, ties broken by the network's own order.
+
+    A segment is a run of this order, so a stage is never split by a layer
+    of another that the network happens to list between its layers (an LSTM
+    lists its four gates before the element-wise layers that join them).
+    """
+    names = tuple(layer.name for layer in net)
+    stages = slots_of(net, names)
+    stage_of = {name: v for v, members in enumerate(stages) for name in members}
+    feeds: list[set[int]] = [set() for _ in stages]
+    waits = [0] * len(stages)
+    for v, members in enumerate(stages):
+        before = {stage_of[p] for name in members for p in net.producers(name) if p in stage_of} - {v}
+        waits[v] = len(before)
+        for u in before:
+            feeds[u].add(v)
+    # stages are numbered by their first layer, so the smallest ready number keeps the network's order where it can
+    ready = [v for v, w in enumerate(waits) if not w]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        v = heapq.heappop(ready)
+        order.extend(stages[v])
+        for u in feeds[v]:
+            waits[u] -= 1
+            if not waits[u]:
+                heapq.heappush(ready, u)
+    assert len(order) == len(names), "the stages of a DAG form a DAG"
+    return tuple(order)
+
+
+def segment_plans(net: Network, max_stages: int = 5) -> list[list[SegmentPlan]]:
+    """For each position ``j`` of :func:`schedule_order`, the candidate segments
+    ending at it, each of at most ``max_stages`` slots."""
+    order = schedule_order(net)
     ends: list[list[SegmentPlan]] = [[] for _ in order]
     for i in range(len(order)):
         ends[i].append(SegmentPlan((order[i],), ((order[i],),)))
-        for j in range(i + 1, min(i + max_layers, len(order))):
-            members = order[i: j + 1]
-            if not _joins(net, order[j], set(order[i:j])):
+        for j in range(i + 1, len(order)):
+            plan = order[i: j + 1]
+            slots = slots_of(net, plan)
+            # a layer added to a run never lowers its slot count: longer runs have too many as well
+            if len(slots) > max_stages:
                 break
-            if _outputs_ok(net, members):
-                plan = tuple(members)
-                ends[j].append(SegmentPlan(plan, slots_of(net, plan)))
+            if _linked(net, plan) and _outputs_ok(net, plan):
+                ends[j].append(SegmentPlan(plan, slots))
     return ends
 
 
-def _joins(net: Network, name: str, segment: set[str]) -> bool:
-    producers = set(net.producers(name))
-    if producers & segment:
-        return True
-    outside = producers - segment
-    return any(outside & set(net.producers(other)) for other in segment)
+def _linked(net: Network, members: tuple[str, ...]) -> bool:
+    """The layers form one group by producer-consumer edges between them and
+    off-chip inputs they read in common: co-locating unrelated layers gains nothing."""
+    inside = set(members)
+    group = {name: name for name in members}
+
+    def root(name: str) -> str:
+        while group[name] != name:
+            name = group[name]
+        return name
+
+    readers: dict[str, str] = {}
+    for name in members:
+        for p in net.producers(name):
+            other = p if p in inside else readers.setdefault(p, name)
+            group[root(name)] = root(other)
+    return len({root(name) for name in members}) == 1
 
 
-def _outputs_ok(net: Network, members: list[str]) -> bool:
+def _outputs_ok(net: Network, members: tuple[str, ...]) -> bool:
     """An output used inside the segment may also leave it for at most one outside consumer."""
     inside = set(members)
     for name in members:
@@ -162,4 +225,4 @@ def layer_region_share(net: Network, layer: Layer, slots: tuple[tuple[str, ...],
     return 0.0
 
 
-__all__ = ["SegmentPlan", "allocate_regions", "segment_plans", "slots_of"]
+__all__ = ["SegmentPlan", "allocate_regions", "schedule_order", "segment_plans", "slots_of"]
