@@ -37,15 +37,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC
-from kapla.model.objective import Objective, objective_of
+from kapla.model.objective import OBJECTIVES, Objective, objective_of
 from kapla.model.segment import SegmentCost
 from kapla.solve.base import IntraSolver, NoSchemeError, no_scheme
 from kapla.solve.inter import (
@@ -105,32 +106,98 @@ class PruneStats:
 # ---------------------------------------------------------------- the search
 
 Key = tuple[float, float]
+#: A segment's or a chain's (energy in J, time in whole cycles): both add up along a chain.
+Cost = tuple[float, float]
 #: A network search's best: its key, the chain's inter-layer schemes, their solved segments, pinned weights.
 _Best = tuple[Key, tuple[InterScheme, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
+#: Per last layer of a segment: (its first layer, the inter-layer scheme, its cost, true or estimated).
+Options = dict[int, list[tuple[int, InterScheme, Cost]]]
+#: How the DP ranks chains by their summed cost (sorted ascending).
+Rank = Callable[[Cost], Key]
+
+#: Every objective a search can be asked for. Each search keeps the chains
+#: the others would keep, so the one for X never returns a schedule worse in
+#: X than the one a search for another objective returns in the same space.
+ALL_OBJECTIVES = tuple(Objective(name) for name in OBJECTIVES)
 
 
 @dataclass(frozen=True)
 class _Chain:
-    value: Key  # the sum of its segments' additive keys (Objective.additive)
+    cost: Cost  # the sum of its segments' costs
     schemes: tuple[InterScheme, ...]
 
 
-def _add(a: Key, b: Key) -> Key:
+def _add(a: Cost, b: Cost) -> Cost:
     return (a[0] + b[0], a[1] + b[1])
 
 
-def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme, Key]]], k: int) -> list[_Chain]:
+def sum_costs(costs: Iterable[Cost]) -> Cost:
+    total = (0.0, 0.0)
+    for cost in costs:
+        total = _add(total, cost)
+    return total
+
+
+def segment_cost(found: tuple[SegmentScheme, SegmentCost]) -> Cost:
+    """A solved segment's energy and time, as a schedule reports them (whole cycles)."""
+    return (found[1].total_energy, float(cycles(found[1].time)))
+
+
+def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[_Chain]:
     """Dynamic programming over the layers: the ``k`` best chains of segments
-    covering layers ``0..j``, from each segment's additive key."""
+    covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
+    rank here is a lexicographic or linear order of the sum)."""
     best: list[list[_Chain]] = [[] for _ in order]
     for j in range(len(order)):
         candidates: list[_Chain] = []
         for start, inter, value in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
-            candidates.extend(_Chain(_add(p.value, value), p.schemes + (inter,)) for p in prefixes)
-        candidates.sort(key=lambda c: c.value)
+            candidates.extend(_Chain(_add(p.cost, value), p.schemes + (inter,)) for p in prefixes)
+        candidates.sort(key=lambda c: rank(c.cost))
         best[j] = candidates[:k]
     return best[-1] if order else []
+
+
+def _ranks(around: Cost | None) -> tuple[Rank, ...]:
+    """The DP's order for each objective (EDP by its tangent ``around`` a known schedule)."""
+    return tuple(partial(_additive, objective, around) for objective in ALL_OBJECTIVES)
+
+
+def _additive(objective: Objective, around: Cost | None, cost: Cost) -> Key:
+    return objective.additive(cost[0], cost[1], around)
+
+
+def _union(*lists: list[_Chain]) -> list[_Chain]:
+    """The chains of all lists, each once, in order of first appearance."""
+    seen: dict[tuple[InterScheme, ...], _Chain] = {}
+    for chains in lists:
+        for chain in chains:
+            seen.setdefault(chain.schemes, chain)
+    return list(seen.values())
+
+
+def _front_chains(order: list[str], options: Options) -> list[_Chain]:
+    """Dynamic programming over the layers keeping, for every prefix, each chain
+    no other beats in both energy and time (the Pareto front). Costs add up, so
+    a chain off the front has a prefix off it; the best chain under any
+    objective that grows with energy and time (energy, latency, EDP) is on it."""
+    best: list[list[_Chain]] = [[] for _ in order]
+    for j in range(len(order)):
+        candidates: list[_Chain] = []
+        for start, inter, value in options.get(j, ()):
+            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
+            candidates.extend(_Chain(_add(p.cost, value), p.schemes + (inter,)) for p in prefixes)
+        best[j] = _front(candidates)
+    return best[-1] if order else []
+
+
+def _front(chains: list[_Chain]) -> list[_Chain]:
+    """The chains not dominated in (energy, time); of equal costs, the first."""
+    front: list[_Chain] = []
+    for chain in sorted(chains, key=lambda c: c.cost):  # stable: equal costs keep their order
+        if not front or chain.cost[1] < front[-1].cost[1]:
+            front.append(chain)
+    return front
 
 
 MAX_ROUNDS = 6
@@ -158,8 +225,6 @@ class Search:
     stopped: str | None = None
     interrupted: bool = False
 
-    def key(self, found) -> Key:
-        return self.objective.additive(found[1].total_energy, found[1].time)
 
 
 class NetworkStrategy(Protocol):
@@ -202,7 +267,7 @@ class KaplaStrategy:
             est = estimate(net, arch, inter, search.reserve, scale)
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
-        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        options: Options = {}
         for layers, cands in by_segment.items():
             kept = pareto(cands)
             stats.pareto += len(kept)
@@ -211,21 +276,28 @@ class KaplaStrategy:
             i, j = spans[layers]
             for inter, est in kept:
                 found = segsolver.cache.get(inter)
-                value = search.key(found) if found else search.objective.additive(est.energy, est.time)
-                options.setdefault(j, []).append((i, inter, value))
-        chains = self._refine(search, options)
-        chains.append(_Chain((0.0, 0.0), tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))))
+                options.setdefault(j, []).append((i, inter, segment_cost(found) if found else (est.energy, est.time)))
+        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
+        layerwise = _Chain(sum_costs(segment_cost(segsolver.cache[s]) for s in singles), singles)
+        chains = self._refine(search, options, _ranks(layerwise.cost))
+        chains.append(layerwise)
         return chains
 
-    def _refine(self, search: Search, options) -> list[_Chain]:
-        """Solve the segments of the ``top_k`` chains, put their true keys in place
-        of the estimates (or drop them if invalid), and repeat, at most
-        ``MAX_ROUNDS`` times, until the best chains hold only solved segments;
-        then the best chains of solved segments."""
+    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
+        """Solve the segments of the ``top_k`` chains under each rank, put their
+        true costs in place of the estimates (or drop them if invalid), and
+        repeat, at most ``MAX_ROUNDS`` times, until those chains hold only
+        solved segments; then the best chains of solved segments.
+
+        Every objective's rank, whichever objective is asked for: which chains
+        are solved then does not depend on it, so the search for one objective
+        sees the chains the search for another returns (the top ``top_k`` by
+        one objective's estimate can leave out a chain that is better in it
+        once solved, e.g. one found under latency with less energy)."""
         segsolver, order = search.segsolver, search.order
-        solved: set[InterScheme] = set(segsolver.cache)  # already solved: true keys in place
+        solved: set[InterScheme] = set(segsolver.cache)  # already solved: true costs in place
         for round_ in range(MAX_ROUNDS):
-            chains = _top_chains(order, options, self.top_k)
+            chains = _union(*(_top_chains(order, options, self.top_k, rank) for rank in ranks))
             todo = list(dict.fromkeys(i for chain in chains for i in chain.schemes if i not in solved))
             if not todo:
                 break
@@ -242,10 +314,10 @@ class KaplaStrategy:
                 if found is None:
                     entries.pop(k)
                 else:
-                    entries[k] = (entries[k][0], inter, search.key(found))
-        # the best chains of what was solved (true keys only; the single layers always are)
+                    entries[k] = (entries[k][0], inter, segment_cost(found))
+        # the best chains of what was solved (true costs only; the single layers always are)
         known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
-        return _top_chains(order, known, self.top_k)
+        return _union(*(_top_chains(order, known, self.top_k, rank) for rank in ranks))
 
 
 class ExhaustiveStrategy:
@@ -286,7 +358,7 @@ class ExhaustiveStrategy:
         except (SearchBudgetExceeded, KeyboardInterrupt) as exc:
             segsolver.stop()
             stop = exc
-        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        options: Options = {}
         hard_end = None if self.time_budget is None else search.start + self.time_budget - STOP_MARGIN / 2
         for n, (i, j, inter) in enumerate(schemes):
             if stop is None:
@@ -308,8 +380,9 @@ class ExhaustiveStrategy:
                 if len(inter.layers) == 1:
                     raise self.unsolvable(net[inter.layers[0]], search)
                 continue
-            options.setdefault(j, []).append((i, inter, search.key(found)))
-        chains = _top_chains(search.order, options, 1)
+            options.setdefault(j, []).append((i, inter, segment_cost(found)))
+        # every chain that can be the best under some objective: which are kept does not depend on the one asked for
+        chains = _front_chains(search.order, options)
         if stop is not None:
             if not chains:  # some layer was never solved: nothing whole to return
                 raise stop
@@ -431,9 +504,7 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
         results = [r for r in found if r is not None]
         if len(results) < len(found):
             continue
-        energy = sum(r[1].total_energy for r in results)
-        total_time = sum(r[1].time for r in results)
-        key = objective.key(energy, total_time)
+        key = objective.key(*sum_costs(segment_cost(r) for r in results))
         if best is None or key < best[0]:
             best = (key, chain.schemes, results, pinned)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
