@@ -944,7 +944,11 @@ def _rank_units(sp: _Space, units: np.ndarray, n: int, known=None) -> np.ndarray
     if known is not None:
         units, value = known
     else:
-        value = _unit_estimates(sp, units)
+        # once per skeleton in a solver run: the descents of every objective start here
+        key = ("unit estimates", sp.skel, units.tobytes())
+        if key not in sp.cache.searches:
+            sp.cache.searches[key] = _unit_estimates(sp, units)
+        value = sp.cache.searches[key]
     return units[np.argsort(value, kind="stable")[:n]]
 
 

@@ -70,28 +70,32 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     if not len(space):
         return [(None, 0)] * len(objectives)
     ranked, ranking = _rank(space, top, refine, beam)
-    memo: dict = {}  # the descents' steps, shared by the objectives
-    blocks: dict[int, tuple[list[_State], int]] = {}  # register blocks of frames past the ranked ones
-    out = []
-    for objective in objectives:
-        here = space.under(objective)
-        evaluated = ranking
-        best: Found | None = None
-        for i, states in ranked:
-            if states is None:  # past the frames ranked best
-                if best is not None:
-                    break
-                if i not in blocks:
-                    found_blocks, _, count = _register_blocks(space, i, beam)
-                    blocks[i] = (found_blocks, count)
-                states, count = blocks[i]
-                evaluated += count
-            found, count = _descend(here, i, states, beam, memo)
-            evaluated += count
-            if found is not None and (best is None or better(found.key, best.key)):
-                best = found
-        out.append(((best.scheme if best else None), evaluated))
-    return out
+    spaces = {objective: space.under(objective) for objective in objectives}
+    evaluated = dict.fromkeys(objectives, ranking)
+    best: dict[str, Found | None] = dict.fromkeys(objectives)
+    going = list(spaces)  # the objectives still descending
+    for i, states in ranked:
+        # frame by frame, each objective's descent in turn: they share the steps
+        # where their states agree, kept only while this frame is searched
+        memo: dict = {}
+        if states is None:  # past the frames ranked best: an objective that found a scheme stops
+            going = [objective for objective in going if best[objective] is None]
+            if not going:
+                break
+            states, _, count = _register_blocks(space, i, beam)
+            for objective in going:
+                evaluated[objective] += count
+        for objective in going:
+            found, count = _descend(spaces[objective], i, states, beam, memo)
+            evaluated[objective] += count
+            now = best[objective]
+            if found is not None and (now is None or better(found.key, now.key)):
+                best[objective] = found
+    return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
+
+
+def _scheme(found: Found | None) -> LayerScheme | None:
+    return None if found is None else found.scheme
 
 
 def solve_any(problem: Problem) -> IntraResult:
