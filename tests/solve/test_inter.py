@@ -144,15 +144,15 @@ def test_each_choice_of_pinned_slots_is_a_scheme_and_one_too_full_has_none():
     assert pin_choices(None) == [] and pin_choices((0, 7, 0)) == [(0, 7, 0)]
     # fc2's 1.5 M weights over its 96 nodes leave 759 of 16,384 words per node: its input piece (1,000) does not fit
     assert full[1] > node_buffer_words(MULTINODE, "wgt") - 1000
-    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy")
+    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), ("energy",))
     with_fc2 = next(s for s in spatial(net, MULTINODE) if s.pins == full)
-    assert not may_fit(net, MULTINODE, with_fc2, reserve=0) and solver.solve(with_fc2) is None
+    assert not may_fit(net, MULTINODE, with_fc2, reserve=0) and solver.solve(with_fc2, "energy") is None
     without = next(s for s in spatial(net, MULTINODE) if s.pins == (full[0], 0, full[2], full[3]))
     assert may_fit(net, MULTINODE, without, reserve=0)
-    found = solver.solve(without)
+    found = solver.solve(without, "energy")
     assert found is not None and found[1].valid
     segment, cost = found
     assert {n for n, p in segment.placements.items() if p.pinned} == {"fc1", "fc3", "fc4"}
     assert "fc2.w" in cost.layers["fc2"].accesses["DRAM"] and "fc1.w" not in cost.layers["fc1"].accesses["DRAM"]
-    plain = solver.solve(spatial(net, MULTINODE)[0])
+    plain = solver.solve(spatial(net, MULTINODE)[0], "energy")
     assert plain is not None and cost.total_energy < plain[1].total_energy

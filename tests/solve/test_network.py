@@ -98,8 +98,8 @@ def test_an_lstm_cell_and_the_mlps_run_as_one_segment_with_pinned_weights(name, 
     assert {s.layout for s in choices} == {"spatial"}
     assert len(choices[0].slots) == sum(layer.has_weights for layer in net)
     # the scheme with the most slots pinned that has a valid schedule
-    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), "energy")
-    candidate, cost = next(found for s in choices if (found := solver.solve(s)) is not None)
+    solver = SegmentSolver(net, MULTINODE, KaplaIntraSolver(), ("energy",))
+    candidate, cost = next(found for s in choices if (found := solver.solve(s, "energy")) is not None)
     assert cost.valid
     assert {n for n, p in candidate.placements.items() if p.pinned} == {
         layer.name for layer in net if layer.has_weights and layer.name not in from_dram}

@@ -6,9 +6,10 @@ exactly the compute steps, and of those the one with the least energy wins;
 the comparison is exact (no blend of the two numbers).
 
 Across the segments of a network, energy and time add up but EDP does not:
-:meth:`Objective.additive` gives the pair a dynamic program can sum (EDP is
-ranked by energy there, then by time), and :meth:`Objective.key` the pair
-whole schedules are compared by.
+:meth:`Objective.additive` gives the pair a dynamic program can rank sums of
+(EDP by its first-order change around a reference schedule, or by energy, then
+time, without one), and :meth:`Objective.key` the pair whole schedules are
+compared by.
 """
 
 from __future__ import annotations
@@ -48,11 +49,19 @@ class Objective:
         """What schedules are compared by: the objective, then energy."""
         return (float(self.of(energy, time)), float(energy))
 
-    def additive(self, energy: float, time: float) -> tuple[float, float]:
-        """A pair that adds up over segments and ranks like :meth:`key` where it can."""
-        if self.name == "edp":
+    def additive(self, energy: float, time: float, around: tuple[float, float] | None = None) -> tuple[float, float]:
+        """A pair that adds up over segments and ranks like :meth:`key` where it can.
+
+        EDP is a product, so no sum ranks like it; ``around`` (an energy and a
+        time, e.g. a known schedule's) ranks by its tangent there,
+        ``energy * time0 + energy0 * time``: exact for small changes around
+        that schedule. Without it, by energy, then time.
+        """
+        if self.name != "edp":
+            return self.key(energy, time)
+        if around is None:
             return (float(energy), float(time))
-        return self.key(energy, time)
+        return (float(energy * around[1] + around[0] * time), float(energy))
 
     def argbest(self, values: np.ndarray, energy: np.ndarray) -> int:
         """Index of the least value, ties going to the lower energy, then the first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -75,6 +76,25 @@ class IntraSolver(ABC):
 
     @abstractmethod
     def run(self, problem: Problem) -> IntraResult: ...
+
+    def run_each(self, problem: Problem, objectives: Sequence[str]) -> list[Outcome]:
+        """:meth:`run` of the problem under each objective (its own is ignored):
+        the result, or the NoSchemeError saying why there is none. A solver
+        whose searches share work across objectives overrides this; the
+        answers must be those of :meth:`run`."""
+        return [outcome(self.run, replace(problem, objective=objective)) for objective in objectives]
+
+
+#: A layer solve's result, or why there is none.
+Outcome = IntraResult | NoSchemeError
+
+
+def outcome(run: Callable[[Problem], IntraResult], problem: Problem) -> Outcome:
+    """``run(problem)``, or the NoSchemeError it raised."""
+    try:
+        return run(problem)
+    except NoSchemeError as exc:
+        return exc
 
 
 def shape_key(layer: Layer) -> Layer:

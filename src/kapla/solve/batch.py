@@ -515,6 +515,23 @@ def joint_scores(requests: Sequence[Request], objective: str = "energy", feed: F
     return out
 
 
+def joint_energy_time(requests: Sequence[Request], feed: Feed | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(energy, time)`` of each request's candidates, both inf where a
+    candidate is invalid: what :func:`joint_scores` gives under any objective
+    (``Objective.of`` of the two), for searches that share candidates across objectives."""
+    parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
+    valid = _joint_valid(parts, nests, costs)
+    energy = np.where(valid, costs.total, np.inf)
+    time = np.where(valid, costs.time, np.inf)
+    out = []
+    m0 = 0
+    for p in parts:
+        m1 = m0 + p.rows.shape[0]
+        out.append((energy[m0:m1], time[m0:m1]))
+        m0 = m1
+    return out
+
+
 def _as_factors(x, ncols: int, what: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.int64)
     if arr.ndim == 1 and ncols == 0:

@@ -50,6 +50,7 @@ import functools
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,17 +60,18 @@ from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims,
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
 from kapla.model.objective import objective_of
-from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Problem, no_scheme
+from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Outcome, Problem, no_scheme
 from kapla.solve.batch import (
     BatchEvaluator,
     Evaluators,
     blocking_of,
     joint_costs,
     joint_coverage,
+    joint_energy_time,
     joint_scores,
     shared_capacity_words,
 )
-from kapla.solve.kapla_levels import solve_any
+from kapla.solve.kapla_levels import solve_any_each
 from kapla.solve.space import (
     BLOCK_DIMS,
     MAX_JOINT_CANDIDATES,
@@ -112,24 +114,48 @@ class KaplaIntraSolver(IntraSolver):
         self.refine_regf = refine_regf
 
     def run(self, problem: Problem) -> IntraResult:
-        layer, batch, arch, objective = problem.layer, problem.batch, problem.arch, problem.objective
-        if not classic(arch):
-            return solve_any(problem)
-        try:
-            return self._solve_classic(layer, batch, arch, objective, problem.ifm_name, problem.feed)
-        except NoSchemeError:
-            # nothing fits the classic space (whole rows or filters too large): strips and partial filters
-            return solve_any(problem)
+        found = self.run_each(problem, (problem.objective,))[0]
+        if isinstance(found, NoSchemeError):
+            raise found
+        return found
 
-    def _solve_classic(self, layer: Layer, batch: int, arch: ArchSpec, objective: str,
-                       ifm_name: str | None, feed: Feed | None) -> IntraResult:
+    def run_each(self, problem: Problem, objectives: Sequence[str]) -> list[Outcome]:
+        """The solve under each objective; the skeletons, their ranking (by
+        energy estimates, whatever the objective) and what the descents work
+        out are shared, each objective descending on its own."""
+        if not classic(problem.arch):
+            return solve_any_each(problem, objectives)
         start = time.perf_counter()
-        feed = None if feed is None or feed == FROM_DRAM else feed
+        out: dict[str, Outcome] = {}
+        try:
+            ranked = self._rank_classic(problem.layer, problem.batch, problem.arch)
+        except NoSchemeError:
+            ranked = None
+        for objective in objectives:
+            if ranked is None:
+                break
+            try:
+                out[objective] = self._solve_ranked(ranked, problem, objective, start)
+            except NoSchemeError:
+                pass
+            start = time.perf_counter()
+        # nothing fits the classic space (whole rows or filters too large): strips and partial filters
+        rest = [objective for objective in objectives if objective not in out]
+        out.update(zip(rest, solve_any_each(problem, rest) if rest else (), strict=True))
+        return [out[objective] for objective in objectives]
+
+    def _rank_classic(self, layer: Layer, batch: int, arch: ArchSpec) -> _Ranked:
         skels = _skeletons(layer, batch, arch)
         if not skels:
             raise no_scheme(layer, batch, arch)
         cache = _Run()
         ranked, blocks = _rank(skels, arch, self.refine, self.refine_regf, cache)
+        return _Ranked(ranked, blocks, cache)
+
+    def _solve_ranked(self, ranking: _Ranked, problem: Problem, objective: str, start: float) -> IntraResult:
+        layer, batch, arch, ifm_name = problem.layer, problem.batch, problem.arch, problem.ifm_name
+        feed = problem.fed
+        ranked, blocks, cache = ranking.skeletons, ranking.blocks, ranking.cache
         evaluated = 0
         found: list[tuple[tuple[float, float], int, Skeleton, Blocking]] = []
         # the best-ranked skeletons descend side by side (each GBUF-level search of
@@ -151,12 +177,25 @@ class KaplaIntraSolver(IntraSolver):
                     break
         found.sort(key=lambda item: item[:2])
         for _, _, skel, blocking in found:
-            scheme = build_scheme(skel, blocking, ifm_name)
-            cost = evaluate(scheme, arch, feed or FROM_DRAM)  # the independent check, on the winner
+            key = ("checked", skel, blocking)  # another objective's descent may have found it too
+            if key not in cache.searches:
+                scheme = build_scheme(skel, blocking, ifm_name)
+                cache.searches[key] = (scheme, evaluate(scheme, arch, feed or FROM_DRAM))  # the independent check
+            scheme, cost = cache.searches[key]
             evaluated += 1
             if cost.valid:
                 return IntraResult(scheme, cost, evaluated, time.perf_counter() - start)
         raise no_scheme(layer, batch, arch)
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """What a solve works out before its descents, the same for every objective:
+    the skeletons, best first, the register blocks the ranking costed, the run's caches."""
+
+    skeletons: list[Skeleton]
+    blocks: dict[Skeleton, tuple[np.ndarray, np.ndarray]]
+    cache: _Run
 
 
 # ------------------------------------------------------------------ skeletons
@@ -704,8 +743,9 @@ def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_uni
                  cache: _Run | None = None) -> list:
     """:func:`_descend` of each ``(skeleton, known)``, the descents run side by
     side: each round's GBUF-level searches of all of them are costed together
-    (:func:`kapla.solve.batch.joint_scores`), every descent taking the steps it
-    would take alone."""
+    (:func:`_cost_searches`; a search another objective's descent already
+    costed in this run is not costed again), every descent taking the steps
+    it would take alone."""
     cache = _Run() if cache is None else cache
     out: list = [None] * len(items)
     live = []  # (item index, its space, its descent, what to send it next)
@@ -717,6 +757,7 @@ def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_uni
             out[k] = _no_blocking(sp)
         else:
             live.append((k, sp, _descent(sp, n_units, known), None))
+    obj = objective_of(objective)
     while live:
         asks = []  # (item index, space, descent, its GBUF-level search)
         for k, sp, gen, msg in live:
@@ -731,20 +772,25 @@ def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_uni
                     asks.append((k, sp, gen, search))
                     break
                 msg = (None, _NONE)
+        _cost_searches([(sp, search) for _, sp, _, search in asks])
         live = []
-        start = 0
-        while start < len(asks):
-            stop, size = start + 1, len(asks[start][3].rows)
-            while stop < len(asks) and size + len(asks[stop][3].rows) <= _JOINT_ROWS:
-                size += len(asks[stop][3].rows)
-                stop += 1
-            group = asks[start:stop]
-            results = joint_scores([g[3].request(g[1]) for g in group], objective, group[0][1].feed)
-            for (k, sp, gen, search), (energy, value) in zip(group, results, strict=True):
-                sp.evaluated += len(search.rows)
-                live.append((k, sp, gen, search.pick(sp, energy, value)))
-            start = stop
+        for k, sp, gen, search in asks:
+            assert search.costs is not None  # costed just above
+            energy, time_ = search.costs
+            sp.evaluated += len(search.rows)
+            live.append((k, sp, gen, search.pick(sp, energy, obj.of(energy, time_))))
     return out
+
+
+def _cost_searches(searches: list[tuple[_Space, _Search]]) -> None:
+    """Cost the searches not costed yet, in joint passes of about ``_JOINT_ROWS``
+    candidates (a search is shared by the descents of every objective, see
+    :func:`_gbuf_search`)."""
+    todo = list({id(search): (sp, search) for sp, search in searches if search.costs is None}.values())
+    for group in _chunks(todo, lambda item: len(item[1].rows)):
+        results = joint_energy_time([search.request(sp) for sp, search in group], group[0][0].feed)
+        for (_, search), costs in zip(group, results, strict=True):
+            search.costs = costs
 
 
 def _no_blocking(sp: _Space):
@@ -898,7 +944,11 @@ def _rank_units(sp: _Space, units: np.ndarray, n: int, known=None) -> np.ndarray
     if known is not None:
         units, value = known
     else:
-        value = _unit_estimates(sp, units)
+        # once per skeleton in a solver run: the descents of every objective start here
+        key = ("unit estimates", sp.skel, units.tobytes())
+        if key not in sp.cache.searches:
+            sp.cache.searches[key] = _unit_estimates(sp, units)
+        value = sp.cache.searches[key]
     return units[np.argsort(value, kind="stable")[:n]]
 
 
@@ -1024,6 +1074,8 @@ class _Search:
     rows: np.ndarray
     o1: np.ndarray
     o2: np.ndarray
+    #: each candidate's (energy, time), inf where invalid, once costed (the same for every objective)
+    costs: tuple[np.ndarray, np.ndarray] | None = None
 
     def request(self, sp: _Space):
         """The :func:`kapla.solve.batch.joint_scores` request of this search."""
@@ -1053,7 +1105,17 @@ def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     """GBUF level: for each register block, every REGF/DRAM split of the
     remaining factors that fits the node buffer, under every distinct loop
     order of both levels (None if no split fits), in the order of register
-    blocks, splits, REGF-level order, GBUF-level order."""
+    blocks, splits, REGF-level order, GBUF-level order.
+
+    Built (and costed) once per skeleton and register blocks in a solver run:
+    the descents of several objectives often ask for the same search."""
+    key = ("gbuf", sp.skel, units.tobytes())
+    if key not in sp.cache.searches:
+        sp.cache.searches[key] = _new_gbuf_search(sp, units)
+    return sp.cache.searches[key]
+
+
+def _new_gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     ev = sp.ev
     parts = [_splits(tuple(int(v) for v in sp.rest // u)) for u in units]
     A = np.concatenate(parts)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
 from kapla.model.objective import better
-from kapla.solve.base import IntraResult, Problem, no_scheme
+from kapla.solve.base import IntraResult, NoSchemeError, Outcome, Problem, no_scheme
 from kapla.solve.frames import Blockings, FrameEvaluator, order_classes, split_rows
 from kapla.solve.layer_space import Found, LayerSpace
 from kapla.solve.space import MAX_JOINT_CANDIDATES, innermost_orders
@@ -58,37 +59,71 @@ class _State:
 
 def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16) -> tuple[LayerScheme | None, int]:
     """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
+    return solve_levels_each(problem, (problem.objective,), top, beam, refine)[0]
+
+
+def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3,
+                      refine: int = 16) -> list[tuple[LayerScheme | None, int]]:
+    """:func:`solve_levels` under each objective: the frames and their ranking
+    (by energy, whatever the objective) are shared, each objective descending on its own."""
     space = LayerSpace(problem)
     if not len(space):
-        return None, 0
-    ranked, evaluated = _rank(space, top, refine, beam)
-    best: Found | None = None
+        return [(None, 0)] * len(objectives)
+    ranked, ranking = _rank(space, top, refine, beam)
+    spaces = {objective: space.under(objective) for objective in objectives}
+    evaluated = dict.fromkeys(objectives, ranking)
+    best: dict[str, Found | None] = dict.fromkeys(objectives)
+    going = list(spaces)  # the objectives still descending
     for i, states in ranked:
-        if states is None:  # past the frames ranked best
-            if best is not None:
+        # frame by frame, each objective's descent in turn: they share the steps
+        # where their states agree, kept only while this frame is searched
+        memo: dict = {}
+        if states is None:  # past the frames ranked best: an objective that found a scheme stops
+            going = [objective for objective in going if best[objective] is None]
+            if not going:
                 break
             states, _, count = _register_blocks(space, i, beam)
-            evaluated += count
-        found, count = _descend(space, i, states, beam)
-        evaluated += count
-        if found is not None and (best is None or better(found.key, best.key)):
-            best = found
-    return (best.scheme if best else None), evaluated
+            for objective in going:
+                evaluated[objective] += count
+        for objective in going:
+            found, count = _descend(spaces[objective], i, states, beam, memo)
+            evaluated[objective] += count
+            now = best[objective]
+            if found is not None and (now is None or better(found.key, now.key)):
+                best[objective] = found
+    return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
+
+
+def _scheme(found: Found | None) -> LayerScheme | None:
+    return None if found is None else found.scheme
 
 
 def solve_any(problem: Problem) -> IntraResult:
     """:func:`solve_levels` as an intra-layer solver's result (NoSchemeError if nothing is valid)."""
-    start = time.perf_counter()
-    scheme, evaluated = solve_levels(problem)
-    layer, batch, arch = problem.layer, problem.batch, problem.arch
-    if scheme is None:
-        if problem.fed is not None and evaluated:
-            from kapla.solve.exhaustive import feed_unmet
+    found = solve_any_each(problem, (problem.objective,))[0]
+    if isinstance(found, NoSchemeError):
+        raise found
+    return found
 
-            raise feed_unmet(layer, batch, arch, problem.feed, evaluated)
-        raise no_scheme(layer, batch, arch)
-    cost = evaluate(scheme, arch, problem.feed)
-    return IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start)
+
+def solve_any_each(problem: Problem, objectives: Sequence[str]) -> list[Outcome]:
+    """:func:`solve_any` under each objective (:func:`solve_levels_each`): the result, or why there is none."""
+    start = time.perf_counter()
+    layer, batch, arch = problem.layer, problem.batch, problem.arch
+    out: list[Outcome] = []
+    for scheme, evaluated in solve_levels_each(problem, objectives):
+        if scheme is None:
+            if problem.fed is not None and evaluated:
+                from kapla.solve.exhaustive import feed_unmet
+
+                out.append(feed_unmet(layer, batch, arch, problem.feed, evaluated))
+            else:
+                out.append(no_scheme(layer, batch, arch))
+            continue
+        cost = evaluate(scheme, arch, problem.feed)
+        out.append(IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start))
+        start = time.perf_counter()
+    return out
 
 
 def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tuple[int, list[_State] | None]], int]:
@@ -190,30 +225,24 @@ def _register_blocks(space: LayerSpace, index: int, beam: int) -> tuple[list[_St
     return [states[i] for i in keep], float(energy[keep[0]]), len(b)
 
 
-def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> tuple[Found | None, int]:
-    """The frame's best blocking grown from its register blocks ``states``, and the candidates costed."""
-    ev = space.evaluator(index)
+def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
+             memo: dict | None = None) -> tuple[Found | None, int]:
+    """The frame's best blocking grown from its register blocks ``states``, and
+    the candidates costed. ``memo`` keeps each step's candidates and costs,
+    which do not depend on the objective: the descents of several objectives
+    on one space share the steps where their states agree."""
+    memo = {} if memo is None else memo
     objective = space.objective
-    frame = ev.frame
-    n = ev.levels
-    layer = frame.layer
-    dims = frame.dims
     evaluated = 0
     if not states:
         return None, evaluated
 
     # ---- middle levels, one at a time, the rest at the top
-    for level in range(0, n - 2):
-        src, taken = split_rows(np.stack([s.left for s in states]), dims)
-        cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
-        # the next level's block fits, and leaves room for every level above
-        ok = ev.fits_above(level + 1, np.stack([states[s].unit for s in src]),
-                           [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
-        src, taken = src[ok], taken[ok]
-        if len(src) == 0:
+    for level in range(0, space.evaluator(index).levels - 2):
+        step = _memo(memo, ("middle", index, level, _states_key(states)), _middle, space, index, states, level)
+        if step is None:
             return None, evaluated
-        b, left = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
-        costs = ev.costs(b, rules=False)
+        src, taken, b, left, costs = step
         evaluated += len(b)
         order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * _ROWS_PER_STATE]
         nxt, seen = [], set()
@@ -229,27 +258,66 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int) -> 
         states = nxt
 
     # ---- the top two levels together (the top alone on a one-level chip), with the feed
+    top = _memo(memo, ("top", index, _states_key(states)), _top, space, index, states)
+    if top is None:
+        return None, evaluated
+    b, costs = top
+    return space.best(index, b, costs), evaluated + len(b)
+
+
+def _memo(memo: dict, key, make, *args):
+    if key not in memo:
+        memo[key] = make(*args)
+    return memo[key]
+
+
+def _states_key(states: list[_State]) -> tuple[bytes, ...]:
+    return tuple(b"".join(a.tobytes() for a in (s.unit, *s.counts, *s.orders, s.left)) for s in states)
+
+
+def _middle(space: LayerSpace, index: int, states: list[_State], level: int):
+    """A middle level's candidates from ``states`` and their costs: (the state of
+    each factor row, its loop counts here, the blockings, what is left above,
+    their costs), or None if no count fits."""
+    ev = space.evaluator(index)
+    n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
+    src, taken = split_rows(np.stack([s.left for s in states]), dims)
+    cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
+    # the next level's block fits, and leaves room for every level above
+    ok = ev.fits_above(level + 1, np.stack([states[s].unit for s in src]),
+                       [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
+    src, taken = src[ok], taken[ok]
+    if len(src) == 0:
+        return None
+    b, left = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
+    return src, taken, b, left, ev.costs(b, rules=False)
+
+
+def _top(space: LayerSpace, index: int, states: list[_State]):
+    """The top two levels' candidates from ``states`` (the top alone on a
+    one-level chip) and their costs under the feed, or None if no split fits."""
+    ev = space.evaluator(index)
+    n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
     level = max(n - 2, 0)
     if n == 1:
         src = np.arange(len(states))
         taken = np.stack([s.left for s in states])
         b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
-        return space.best(index, b), evaluated + len(b)
+        return b, space.score(index, b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
     unit_rows = np.stack([states[s].unit for s in src])
     counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
     ok = ev.fits(level + 1, ev.block(level + 1, unit_rows, counts_below + [taken]))
     src, taken = src[ok], taken[ok]
     if len(src) == 0:
-        return None, evaluated
+        return None
     left = np.stack([states[s].left for s in src]) // taken
     here = list(order_classes(layer, taken))
     tops = list(order_classes(layer, left))
     if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT_CANDIDATES:
         here = [innermost_orders(t, ND) for t in taken]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
-    evaluated += len(b)
-    return space.best(index, b), evaluated
+    return b, space.score(index, b)
 
 
-__all__ = ["solve_any", "solve_levels"]
+__all__ = ["solve_any", "solve_any_each", "solve_levels", "solve_levels_each"]

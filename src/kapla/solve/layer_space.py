@@ -18,9 +18,10 @@ generator repeats a run exactly.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,6 +55,13 @@ class LayerSpace:
 
     def __len__(self) -> int:
         return len(self.frames)
+
+    def under(self, objective: str) -> LayerSpace:
+        """The same space searched for ``objective`` (its frames and their evaluators shared)."""
+        other = copy.copy(self)
+        other.problem = replace(self.problem, objective=objective)
+        other.objective = objective_of(objective)
+        return other
 
     def evaluator(self, frame: int) -> FrameEvaluator:
         """The cost-model view of frame ``frame`` (built once)."""
@@ -121,9 +129,9 @@ class LayerSpace:
         """Costs of the blockings under the problem's feed (invalid ones marked)."""
         return self.evaluator(frame).costs(b, self.problem.fed)
 
-    def best(self, frame: int, b: Blockings) -> Found | None:
-        """The best valid candidate of ``b`` (None if none is valid)."""
-        costs = self.score(frame, b)
+    def best(self, frame: int, b: Blockings, costs: Costs | None = None) -> Found | None:
+        """The best valid candidate of ``b`` (None if none is valid); ``costs``: its :meth:`score`, if known."""
+        costs = self.score(frame, b) if costs is None else costs
         value = costs.value(self.objective)
         i = self.objective.argbest(value, costs.total)
         if not math.isfinite(value[i]):

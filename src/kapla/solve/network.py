@@ -25,29 +25,39 @@ KAPLA's search then
 3. keeps, per segment, only schemes not dominated in DRAM traffic, on-chip
    forwarding traffic and time (Pareto pruning);
 4. runs a dynamic program over the layers in topological order that keeps the
-   ``top_k`` cheapest chains of segments by estimate;
+   ``top_k`` cheapest chains of segments by estimate, under each objective's
+   order (energy; latency; EDP by its tangent at the layer-by-layer chain);
 5. solves the segments of those chains (and of the layer-by-layer chain, so
    the result is never worse than scheduling layer by layer) with the
    intra-layer solver and the segment evaluator, and returns the best chain.
 
+Everything up to the last comparison is the same whichever objective is asked
+for: each segment is solved once per objective (its *variants*, every layer
+with the intra-layer solver's scheme for that objective) and every variant
+and objective's order stays in the DP. The search for one objective thus
+ranks, by its objective, the very schedules a search for another ranks, and
+never returns one worse in its objective than another objective's search does.
+
 The exhaustive baseline skips 2-4: it solves every valid scheme of every
-segment exactly and runs the same DP on true costs, which is optimal because
-segment costs add up.
+segment exactly and keeps, by a DP on true costs, every chain no other beats
+in both energy and time, the best under any objective among them (optimal
+because segment costs add up); its layers are solved for the objective asked for.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC
-from kapla.model.objective import Objective, objective_of
+from kapla.model.objective import OBJECTIVES, Objective, objective_of
 from kapla.model.segment import SegmentCost
 from kapla.solve.base import IntraSolver, NoSchemeError, no_scheme
 from kapla.solve.inter import (
@@ -63,7 +73,7 @@ from kapla.solve.inter import (
 )
 from kapla.solve.random_search import DEFAULT_P, check_probability, check_seed, generator
 from kapla.solve.result import LayerResult, ScheduleResult, cycles
-from kapla.solve.segment_solver import LayerCache, SegmentSolver
+from kapla.solve.segment_solver import Found, LayerCache, SegmentSolver
 from kapla.solve.segments import SegmentPlan, schedule_order, segment_plans
 from kapla.solve.store import LayerStore, scope_of
 from kapla.solve.workers import check_jobs, worker_pool
@@ -107,32 +117,100 @@ class PruneStats:
 # ---------------------------------------------------------------- the search
 
 Key = tuple[float, float]
-#: A network search's best: its key, the chain's inter-layer schemes, their solved segments, pinned weights.
-_Best = tuple[Key, tuple[InterScheme, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
+#: A segment's or a chain's (energy in J, time in whole cycles): both add up along a chain.
+Cost = tuple[float, float]
+#: A segment of a chain: its inter-layer scheme and the objective its layers were solved for (None: not yet).
+Step = tuple[InterScheme, str | None]
+#: A network search's best: its key, the chain's steps, their solved segments, pinned weights.
+_Best = tuple[Key, tuple[Step, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
+#: Per last layer of a segment: (its first layer, the step, its cost: true once solved, else estimated).
+Options = dict[int, list[tuple[int, Step, Cost]]]
+#: How the DP ranks chains by their summed cost (sorted ascending).
+Rank = Callable[[Cost], Key]
+
+#: Every objective a search can be asked for. KAPLA's search keeps the chains
+#: and the layer schemes a search for any of them would keep, so the one for X
+#: never returns a schedule worse in X than a search for another objective returns.
+ALL_OBJECTIVES = tuple(Objective(name) for name in OBJECTIVES)
 
 
 @dataclass(frozen=True)
 class _Chain:
-    value: Key  # the sum of its segments' additive keys (Objective.additive)
-    schemes: tuple[InterScheme, ...]
+    cost: Cost  # the sum of its segments' costs
+    steps: tuple[Step, ...]
 
 
-def _add(a: Key, b: Key) -> Key:
+def _add(a: Cost, b: Cost) -> Cost:
     return (a[0] + b[0], a[1] + b[1])
 
 
-def _top_chains(order: list[str], options: dict[int, list[tuple[int, InterScheme, Key]]], k: int) -> list[_Chain]:
+def sum_costs(costs: Iterable[Cost]) -> Cost:
+    total = (0.0, 0.0)
+    for cost in costs:
+        total = _add(total, cost)
+    return total
+
+
+def segment_cost(found: tuple[SegmentScheme, SegmentCost]) -> Cost:
+    """A solved segment's energy and time, as a schedule reports them (whole cycles)."""
+    return (found[1].total_energy, float(cycles(found[1].time)))
+
+
+def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[_Chain]:
     """Dynamic programming over the layers: the ``k`` best chains of segments
-    covering layers ``0..j``, from each segment's additive key."""
+    covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
+    rank here is a lexicographic or linear order of the sum)."""
     best: list[list[_Chain]] = [[] for _ in order]
     for j in range(len(order)):
         candidates: list[_Chain] = []
-        for start, inter, value in options.get(j, ()):
+        for start, step, value in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
-            candidates.extend(_Chain(_add(p.value, value), p.schemes + (inter,)) for p in prefixes)
-        candidates.sort(key=lambda c: c.value)
+            candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
+        candidates.sort(key=lambda c: rank(c.cost))
         best[j] = candidates[:k]
     return best[-1] if order else []
+
+
+def _ranks(around: Cost | None) -> tuple[Rank, ...]:
+    """The DP's order for each objective (EDP by its tangent ``around`` a known schedule)."""
+    return tuple(partial(_additive, objective, around) for objective in ALL_OBJECTIVES)
+
+
+def _additive(objective: Objective, around: Cost | None, cost: Cost) -> Key:
+    return objective.additive(cost[0], cost[1], around)
+
+
+def _union(*lists: list[_Chain]) -> list[_Chain]:
+    """The chains of all lists, each once, in order of first appearance."""
+    seen: dict[tuple[Step, ...], _Chain] = {}
+    for chains in lists:
+        for chain in chains:
+            seen.setdefault(chain.steps, chain)
+    return list(seen.values())
+
+
+def _front_chains(order: list[str], options: Options) -> list[_Chain]:
+    """Dynamic programming over the layers keeping, for every prefix, each chain
+    no other beats in both energy and time (the Pareto front). Costs add up, so
+    a chain off the front has a prefix off it; the best chain under any
+    objective that grows with energy and time (energy, latency, EDP) is on it."""
+    best: list[list[_Chain]] = [[] for _ in order]
+    for j in range(len(order)):
+        candidates: list[_Chain] = []
+        for start, step, value in options.get(j, ()):
+            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
+            candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
+        best[j] = _front(candidates)
+    return best[-1] if order else []
+
+
+def _front(chains: list[_Chain]) -> list[_Chain]:
+    """The chains not dominated in (energy, time); of equal costs, the first."""
+    front: list[_Chain] = []
+    for chain in sorted(chains, key=lambda c: c.cost):  # stable: equal costs keep their order
+        if not front or chain.cost[1] < front[-1].cost[1]:
+            front.append(chain)
+    return front
 
 
 MAX_ROUNDS = 6
@@ -160,8 +238,6 @@ class Search:
     stopped: str | None = None
     interrupted: bool = False
 
-    def key(self, found) -> Key:
-        return self.objective.additive(found[1].total_energy, found[1].time)
 
 
 class NetworkStrategy(Protocol):
@@ -169,14 +245,19 @@ class NetworkStrategy(Protocol):
 
     name: str
 
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        """The objectives each segment's layers are solved for (a segment variant each)."""
+        ...
+
     def chains(self, search: Search) -> list[_Chain]: ...
 
 
 class KaplaStrategy:
     """KAPLA's pruned search (Sec. IV-B): each layer alone first (the fallback
     chain, and the calibration of the estimates), then estimates, Pareto
-    pruning per segment and a top-``top_k`` DP whose chains are solved and
-    re-ranked until the best are fully solved."""
+    pruning per segment and a top-``top_k`` DP per objective whose chains are
+    solved (every segment for every objective) and re-ranked until the best are
+    fully solved."""
 
     name = "kapla"
 
@@ -185,17 +266,25 @@ class KaplaStrategy:
             raise KaplaError(f"--top-k must be at least 1, got {top_k}")
         self.top_k = top_k
 
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        # Every objective's layer schemes, whichever is asked for: the intra-layer
+        # search for one objective can miss a scheme another's finds that is
+        # better in it too, and EDP is a product over the whole network, not a
+        # layer's; so each segment is solved for every objective (its variants).
+        return OBJECTIVES
+
     def chains(self, search: Search) -> list[_Chain]:
         net, arch, segsolver, stats = search.net, search.arch, search.segsolver, search.stats
         index = {name: i for i, name in enumerate(search.order)}
         scale = {}
         segsolver.prefetch(search.singles)
         for n, inter in enumerate(search.singles):
-            found = segsolver.solve(inter)
-            if found is None:
+            variants = segsolver.variants(inter)
+            if not variants:
                 raise no_scheme(net[inter.layers[0]], net.batch, arch)
             stats.solved += 1
-            scale[inter.layers[0]] = calibration(net, arch, inter, found[1], search.reserve)
+            # the first variant's cost, whatever the objective: estimates must not depend on it
+            scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
             if search.progress is not None:
                 search.progress("solving layers", n + 1, len(search.singles))
         by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
@@ -204,7 +293,7 @@ class KaplaStrategy:
             est = estimate(net, arch, inter, search.reserve, scale)
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
-        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        options: Options = {}
         for layers, cands in by_segment.items():
             kept = pareto(cands)
             stats.pareto += len(kept)
@@ -212,53 +301,81 @@ class KaplaStrategy:
                 stats.count(layers, 2)
             i, j = spans[layers]
             for inter, est in kept:
-                found = segsolver.cache.get(inter)
-                value = search.key(found) if found else search.objective.additive(est.energy, est.time)
-                options.setdefault(j, []).append((i, inter, value))
-        chains = self._refine(search, options)
-        chains.append(_Chain((0.0, 0.0), tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))))
-        return chains
+                entries = options.setdefault(j, [])
+                if segsolver.is_solved(inter):
+                    entries.extend(_solved_options(i, inter, segsolver.variants(inter)))
+                else:
+                    entries.append((i, (inter, None), (est.energy, est.time)))
+        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
+        layerwise = _layerwise(singles, segsolver)
+        chains = self._refine(search, options, _ranks(layerwise[0].cost))
+        return _union(chains, layerwise)
 
-    def _refine(self, search: Search, options) -> list[_Chain]:
-        """Solve the segments of the ``top_k`` chains, put their true keys in place
-        of the estimates (or drop them if invalid), and repeat, at most
-        ``MAX_ROUNDS`` times, until the best chains hold only solved segments;
-        then the best chains of solved segments."""
+    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
+        """Solve the segments of the ``top_k`` chains under each rank, put their
+        variants with their true costs in place of the estimates (none if
+        invalid), and repeat, at most ``MAX_ROUNDS`` times, until those chains
+        hold only solved segments; then the best chains of solved segments.
+
+        Every objective's rank, whichever objective is asked for: which chains
+        are solved then does not depend on it, so the search for one objective
+        sees the chains the search for another returns (the top ``top_k`` by
+        one objective's estimate can leave out a chain that is better in it
+        once solved, e.g. one found under latency with less energy)."""
         segsolver, order = search.segsolver, search.order
-        solved: set[InterScheme] = set(segsolver.cache)  # already solved: true keys in place
         for round_ in range(MAX_ROUNDS):
-            chains = _top_chains(order, options, self.top_k)
-            todo = list(dict.fromkeys(i for chain in chains for i in chain.schemes if i not in solved))
+            chains = _union(*(_top_chains(order, options, self.top_k, rank) for rank in ranks))
+            todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
                 break
             segsolver.prefetch(todo)
             for n, inter in enumerate(todo):
-                found = segsolver.solve(inter)
-                solved.add(inter)
                 search.stats.solved += 1
                 if search.progress is not None:
                     search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
-                j = order.index(inter.layers[-1])
-                entries = options[j]
-                k = next(k for k, (_, other, _) in enumerate(entries) if other == inter)
-                if found is None:
-                    entries.pop(k)
-                else:
-                    entries[k] = (entries[k][0], inter, search.key(found))
-        # the best chains of what was solved (true keys only; the single layers always are)
-        known = {j: [o for o in entries if o[1] in solved] for j, entries in options.items()}
-        return _top_chains(order, known, self.top_k)
+                entries = options[order.index(inter.layers[-1])]
+                k = entries.index(next(e for e in entries if e[1] == (inter, None)))
+                entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
+        # the best chains of what was solved (true costs only; the single layers always are)
+        known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
+        return _union(*(_top_chains(order, known, self.top_k, rank) for rank in ranks))
+
+
+def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, Found]]) -> list[tuple[int, Step, Cost]]:
+    return [(start, (inter, objective), segment_cost(found)) for objective, found in variants]
+
+
+def _layerwise(singles: tuple[InterScheme, ...], segsolver: SegmentSolver) -> list[_Chain]:
+    """Each layer alone, under each objective's variant (a layer without a valid
+    one: its first valid variant): the chains a schedule is never worse than."""
+    chains = []
+    for objective in segsolver.objectives:
+        steps: list[Step] = []
+        costs = []
+        for inter in singles:
+            valid = dict(segsolver.variants(inter))
+            variant = objective if objective in valid else next(iter(valid))
+            steps.append((inter, variant))
+            costs.append(segment_cost(valid[variant]))
+        chains.append(_Chain(sum_costs(costs), tuple(steps)))
+    return _union(chains)
 
 
 class ExhaustiveStrategy:
     """The baseline: every valid inter-layer scheme of every segment solved, then
-    the DP on true costs (segment costs add up, so this is the optimum of the
-    space); ``time_budget`` seconds bound it."""
+    the DP on true costs keeping the chains on the (energy, time) Pareto front
+    (segment costs add up, so the best of them is the optimum of the space
+    under any objective); ``time_budget`` seconds bound it."""
 
     name = "exhaustive"
 
     def __init__(self, time_budget: float | None = None) -> None:
         self.time_budget = time_budget
+
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        # the layers' own optimum for the objective asked for (its intra-layer
+        # solver is exact); other objectives' schemes would triple its work
+        return (objective.name,)
 
     def chains(self, search: Search) -> list[_Chain]:
         net, segsolver = search.net, search.segsolver
@@ -274,7 +391,7 @@ class ExhaustiveStrategy:
             if left <= 0:
                 raise SearchBudgetExceeded(
                     f"the {self.name} network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
-                    f"after solving {len(segsolver.layer_cache.solved)} layers")
+                    f"after solving {segsolver.layers_solved()} layers")
             return left
 
         def layers_done(done: int, total: int) -> None:
@@ -288,7 +405,7 @@ class ExhaustiveStrategy:
         except (SearchBudgetExceeded, KeyboardInterrupt) as exc:
             segsolver.stop()
             stop = exc
-        options: dict[int, list[tuple[int, InterScheme, Key]]] = {}
+        options: Options = {}
         hard_end = None if self.time_budget is None else search.start + self.time_budget - STOP_MARGIN / 2
         for n, (i, j, inter) in enumerate(schemes):
             if stop is None:
@@ -302,16 +419,15 @@ class ExhaustiveStrategy:
                     break
                 if not segsolver.solved(inter):
                     continue
-            found = segsolver.solve(inter)
+            variants = segsolver.variants(inter)
             search.stats.solved += 1
             if search.progress is not None and stop is None:
                 search.progress("costing segments", n + 1, len(schemes))
-            if found is None:
-                if len(inter.layers) == 1:
-                    raise self.unsolvable(net[inter.layers[0]], search)
-                continue
-            options.setdefault(j, []).append((i, inter, search.key(found)))
-        chains = _top_chains(search.order, options, 1)
+            if not variants and len(inter.layers) == 1:
+                raise self.unsolvable(net[inter.layers[0]], search)
+            options.setdefault(j, []).extend(_solved_options(i, inter, variants))
+        # every chain that can be the best under some objective: which are kept does not depend on the one asked for
+        chains = _front_chains(search.order, options)
         if stop is not None:
             if not chains:  # some layer was never solved: nothing whole to return
                 raise stop
@@ -376,8 +492,9 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     stats = PruneStats()
     check_jobs(jobs)
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
-    # one cache for both runs: a layer's key holds the buffer the pinned weights take
-    layers = LayerCache(scope_of(solver, arch, obj.name), store)
+    # one cache per objective for both runs: a layer's key holds the buffer the pinned weights take
+    variants = strategy.variants(obj)
+    layers = {o: LayerCache(scope_of(solver, arch, o), store) for o in variants}
     # A budget is kept by stopping workers: even one job then solves in a worker process.
     budgeted = getattr(strategy, "time_budget", None) is not None
     with worker_pool(jobs, always=budgeted) as pool:
@@ -396,17 +513,18 @@ def schedule_network(net: Network, arch: ArchSpec, solver: IntraSolver, objectiv
     if stopped is not None:
         extra["stopped"] = {"by": "interrupt" if stopped.interrupted else "budget", "reason": stopped.stopped}
     if store is not None:
-        extra["layer_store"] = {"path": str(store.path), "reused": layers.reused, "solved": layers.new}
+        extra["layer_store"] = {"path": str(store.path), "reused": sum(c.reused for c in layers.values()),
+                                "solved": sum(c.new for c in layers.values())}
     return _result(net, arch, solver, obj.name, chain, seg_results, pinned, stats, time.perf_counter() - start,
                    strategy.name, extra)
 
 
 def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, start, progress, pinned, reserve,
-            stats, pool, layers: LayerCache) -> tuple[_Best, Search]:
+            stats, pool, layers: dict[str, LayerCache]) -> tuple[_Best, Search]:
     order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
-    segsolver = SegmentSolver(net, arch, solver, objective.name, reserve, pool, layers)
+    segsolver = SegmentSolver(net, arch, solver, tuple(layers), reserve, pool, layers)
     singles = []
     plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
     all_schemes: list[tuple[int, int, InterScheme]] = []
@@ -429,15 +547,13 @@ def _search(net, arch, solver, objective: Objective, strategy: NetworkStrategy, 
     search = Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
     best: _Best | None = None
     for chain in strategy.chains(search):
-        found = [segsolver.solve(inter) for inter in chain.schemes]
+        found = [segsolver.solve(inter, variant) for inter, variant in chain.steps if variant is not None]
         results = [r for r in found if r is not None]
-        if len(results) < len(found):
+        if len(results) < len(chain.steps):
             continue
-        energy = sum(r[1].total_energy for r in results)
-        total_time = sum(r[1].time for r in results)
-        key = objective.key(energy, total_time)
+        key = objective.key(*sum_costs(segment_cost(r) for r in results))
         if best is None or key < best[0]:
-            best = (key, chain.schemes, results, any(_pins(segment) for segment, _ in results))
+            best = (key, chain.steps, results, any(_pins(segment) for segment, _ in results))
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
     return best, search
@@ -462,7 +578,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
     layers = []
     energy: dict[str, float] = {}
     segments_info = []
-    for inter, (segment, cost) in zip(chain, seg_results, strict=True):
+    for (inter, _), (segment, cost) in zip(chain, seg_results, strict=True):
         for name in segment.layers:
             place = segment.placements[name]
             lr = LayerResult(name, segment.schemes[name], cost.layers[name],
@@ -487,7 +603,7 @@ def _result(net, arch, solver, objective, chain, seg_results, pinned, stats, sec
         extra["pinned_load_j"] = sum(weight_words(net[n]) for n in held) * arch.levels[-1].access_energy
     return ScheduleResult(
         network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver.name,
-        objective=objective, segments=tuple(tuple(i.layers) for i in chain), layers=tuple(layers),
+        objective=objective, segments=tuple(tuple(i.layers) for i, _ in chain), layers=tuple(layers),
         energy=energy, time=total_time, solver_seconds=seconds,
         valid=_complete(net, layers) and all(cost.valid for _, cost in seg_results), extra=extra)
 

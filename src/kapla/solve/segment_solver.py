@@ -62,6 +62,8 @@ class LayerKey:
 
 #: A layer solve's scheme (None: no valid scheme) and whether its search ran to the end.
 Solved = tuple[LayerScheme | None, bool]
+#: A solved segment: its schemes and cost.
+Found = tuple[SegmentScheme, SegmentCost]
 
 
 @dataclass
@@ -107,66 +109,104 @@ _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
 
 @dataclass
 class SegmentSolver:
-    """Solves inter-layer schemes with an intra-layer solver; caches layers by shape and feed."""
+    """Solves inter-layer schemes with an intra-layer solver; caches layers by shape and feed.
+
+    Each segment is solved once per objective of ``objectives`` (its
+    *variants*), every layer with the intra-layer solver's scheme for that
+    objective; a layer's solves for all of them are made together
+    (:meth:`IntraSolver.run_each`, which shares their work)."""
 
     net: Network
     arch: ArchSpec
     solver: IntraSolver
-    objective: str
+    objectives: tuple[str, ...]
     reserve: int = 0
     pool: Executor | None = None
-    layer_cache: LayerCache = field(default_factory=LayerCache)
-    cache: dict = field(default_factory=dict)
+    layer_caches: dict[str, LayerCache] = field(default_factory=dict)  # per objective
+    cache: dict[tuple[InterScheme, str], Found | None] = field(default_factory=dict)
 
-    def solve(self, inter: InterScheme) -> tuple[SegmentScheme, SegmentCost] | None:
-        """The segment's schemes and cost; None if some layer has no valid scheme."""
-        if inter in self.cache:
-            return self.cache[inter]
+    def __post_init__(self) -> None:
+        for objective in self.objectives:
+            self.layer_caches.setdefault(objective, LayerCache())
+
+    def solve(self, inter: InterScheme, objective: str) -> Found | None:
+        """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
+        valid scheme."""
+        if (inter, objective) in self.cache:
+            return self.cache[(inter, objective)]
         places = placements(self.net, self.arch, inter)
         schemes = {}
         found = None
         for name in inter.layers:
-            scheme = self._layer(inter, places[name])
+            scheme = self._layer(inter, places[name], objective)
             if scheme is None:
                 break
             schemes[name] = scheme
         else:
-            segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
-            cost = evaluate_segment(segment, self.arch)
-            found = (segment, cost) if cost.valid else None
-        self.cache[inter] = found
+            found = self._same(inter, schemes)
+            if found is None:
+                segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
+                cost = evaluate_segment(segment, self.arch)
+                found = (segment, cost) if cost.valid else None
+        self.cache[(inter, objective)] = found
         return found
+
+    def _same(self, inter: InterScheme, schemes: dict[str, LayerScheme]) -> Found | None:
+        """The segment as solved for another objective with these very layer schemes
+        (most layers' schemes are the same for every objective: it is costed once)."""
+        for objective in self.objectives:
+            found = self.cache.get((inter, objective))
+            if found is not None and found[0].schemes == schemes:
+                return found
+        return None
+
+    def variants(self, inter: InterScheme) -> list[tuple[str, Found]]:
+        """The segment's valid variants, one per distinct set of layer schemes, in
+        the order of ``objectives`` (an objective whose schemes repeat an earlier one's is left out)."""
+        out: list[tuple[str, Found]] = []
+        for objective in self.objectives:
+            found = self.solve(inter, objective)
+            if found is not None and all(found[0].schemes != other[0].schemes for _, other in out):
+                out.append((objective, found))
+        return out
+
+    def is_solved(self, inter: InterScheme) -> bool:
+        """Whether the segment was solved (costed) for every objective."""
+        return all((inter, objective) in self.cache for objective in self.objectives)
 
     def prefetch(self, inters: Iterable[InterScheme], progress: LayerProgress | None = None,
                  check: Check | None = None) -> None:
         """Solve the layers these schemes need that are not solved yet, in the
         pool if there is one; each solve is cached the moment it finishes."""
-        jobs = {}
+        jobs: dict[LayerKey, tuple[Problem | None, tuple[str, ...]]] = {}
         for inter in inters:
-            if inter in self.cache:
+            if self.is_solved(inter):
                 continue
             for place in placements(self.net, self.arch, inter).values():
                 key = self._key(inter, place)
-                if key not in self.layer_cache and key not in jobs:
-                    jobs[key] = key.problem(self.arch, self.objective)
+                if key not in jobs:
+                    missing = self._missing(key)
+                    if missing:
+                        jobs[key] = (key.problem(self.arch, missing[0]), missing)
         solve = partial(_solve_layer, self.solver)
         total = len(jobs)
         if self.pool is None or (total <= 1 and check is None):
-            for n, (key, problem) in enumerate(jobs.items()):
+            for n, (key, (problem, missing)) in enumerate(jobs.items()):
                 if check is not None:
                     check()
-                self.layer_cache.put(key, solve(problem))
+                self._put(key, missing, solve(problem, missing))
                 if progress is not None:
                     progress(n + 1, total)
             return
-        pending = {self.pool.submit(solve, problem): key for key, problem in jobs.items()}
+        pending = {self.pool.submit(solve, problem, missing): (key, missing)
+                   for key, (problem, missing) in jobs.items()}
         done = 0
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
-                self.layer_cache.put(pending.pop(future), future.result())
+                self._put(*pending.pop(future), future.result())
                 done += 1
             if finished and progress is not None:
                 progress(done, total)
@@ -175,13 +215,24 @@ class SegmentSolver:
 
     def solved(self, inter: InterScheme) -> bool:
         """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
-        return inter in self.cache or all(self._key(inter, place) in self.layer_cache
-                                          for place in placements(self.net, self.arch, inter).values())
+        return self.is_solved(inter) or all(not self._missing(self._key(inter, place))
+                                            for place in placements(self.net, self.arch, inter).values())
+
+    def layers_solved(self) -> int:
+        """Layer solves done (each layer once, whatever the objectives)."""
+        return len({key for cache in self.layer_caches.values() for key in cache.solved})
 
     def stop(self) -> None:
         """Stop the pool's workers at once, with whatever they are solving (a budget ran out)."""
         if self.pool is not None:
             stop_workers(self.pool)
+
+    def _missing(self, key: LayerKey) -> tuple[str, ...]:
+        return tuple(objective for objective in self.objectives if key not in self.layer_caches[objective])
+
+    def _put(self, key: LayerKey, objectives: tuple[str, ...], solved: list[Solved]) -> None:
+        for objective, one in zip(objectives, solved, strict=True):
+            self.layer_caches[objective].put(key, one)
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         """What the layer's scheme depends on in this segment."""
@@ -204,22 +255,21 @@ class SegmentSolver:
                          pinned=feed.pinned, dram_hops=feed.dram_hops)
         return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
-    def _layer(self, inter: InterScheme, place: LayerPlacement) -> LayerScheme | None:
+    def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str) -> LayerScheme | None:
         layer = self.net[place.layer]
         key = self._key(inter, place)
-        if key not in self.layer_cache:
-            self.layer_cache.put(key, _solve_layer(self.solver, key.problem(self.arch, self.objective)))
-        generic = self.layer_cache[key]
+        missing = self._missing(key)
+        if objective in missing:
+            self._put(key, missing, _solve_layer(self.solver, key.problem(self.arch, objective), missing))
+        generic = self.layer_caches[objective][key]
         if generic is None:
             return None
         return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
 
 
-def _solve_layer(solver: IntraSolver, problem: Problem | None) -> Solved:
+def _solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
+    """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.run_each`)."""
     if problem is None:  # no buffer left for the layer's own blocks
-        return None, True
-    try:
-        result = solver.run(problem)
-    except NoSchemeError:
-        return None, True
-    return result.scheme, result.complete
+        return [(None, True)] * len(objectives)
+    return [(None, True) if isinstance(result, NoSchemeError) else (result.scheme, result.complete)
+            for result in solver.run_each(problem, objectives)]
