@@ -39,6 +39,8 @@ def print_import(result: ImportResult) -> None:
     for line in _header(result):
         console.print(line, markup=False, soft_wrap=True)
     console.print(_layer_table(result))
+    for line in _objections(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(_total_table(result))
     console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
     if run.num_segments < len(run.schedules):
@@ -127,8 +129,20 @@ def _layer_table(result: ImportResult) -> Table:
     table = _new_table("per layer", "layer")
     theirs = result.nn_dataflow.layers
     for name, ours in result.kapla.layers.items():
-        _add_group(table, _layer_labels(result.run, name), ours, theirs[name])
+        name_label, *rest = _layer_labels(result.run, name)
+        labels = (name_label + (" *" if ours.notes else ""), *rest)
+        _add_group(table, labels, ours, theirs[name])  # type: ignore[arg-type]
     return table
+
+
+def _objections(result: ImportResult) -> list[str]:
+    """kapla's objections to nn_dataflow's schemes (layers marked * above), each layer costed all the same."""
+    noted = {name: f.notes for name, f in result.kapla.layers.items() if f.notes}
+    if not noted:
+        return []
+    lines = ["* kapla's own check objects to these schemes (each layer is costed all the same):"]
+    lines += [f"  {name}: {'; '.join(n.removeprefix(f'{name}: ') for n in notes)}" for name, notes in noted.items()]
+    return lines
 
 
 def _total_table(result: ImportResult) -> Table:

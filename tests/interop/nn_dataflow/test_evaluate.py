@@ -73,3 +73,17 @@ def test_network_totals(alexnet, mlp_s):
     m = mlp_s.kapla.total
     assert m.time_cycles == mlp_s.nn_dataflow.total.time_cycles == 2688
     assert m.accesses["DRAM"] == mlp_s.nn_dataflow.total.accesses["DRAM"] == 51456
+
+
+def test_kapla_objections_are_kept_with_the_layer_and_written(alexnet, mlp_s):
+    notes = {name: f.notes for name, f in alexnet.kapla.layers.items()}
+    # an Eyeriss pass streams a filter row through a PE: kapla's 64 B register file cannot hold it
+    assert any("REGF needs 1062 B per unit but holds 64 B" in n for n in notes["conv1_a"])
+    # 13 output rows over 14 PE rows leave one idle
+    assert any("idle iterations" in n for n in notes["conv3_a"])
+    assert notes["fc1"] == ()  # kapla's check accepts nn_dataflow's fc1
+    doc = alexnet.to_dict()
+    assert doc["kapla"]["layers"]["conv1_a"]["notes"] == list(notes["conv1_a"])
+    assert "notes" not in doc["kapla"]["layers"]["fc1"] and "notes" not in doc["nn_dataflow"]["layers"]["conv1_a"]
+    # MLP-S: the pinned weights nn_dataflow keeps in each layer's own block
+    assert any("pinned weights would be reloaded" in n for n in mlp_s.kapla.layers["fc1"].notes)

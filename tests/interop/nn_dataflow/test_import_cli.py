@@ -146,3 +146,18 @@ def test_a_missing_file_or_directory_is_one_error_line(tmp_path):
 def test_the_command_is_listed():
     result = runner.invoke(app, ["--help"])
     assert "import-schedule" in result.stdout
+
+
+def test_kapla_objections_are_listed_under_the_layer_table():
+    from kapla.interop.nn_dataflow import import_schedule
+
+    result = run(MLP_S, "--json", "-")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    noted = {name: layer["notes"] for name, layer in doc["kapla"]["layers"].items() if "notes" in layer}
+    assert noted == {name: list(f.notes) for name, f in import_schedule(MLP_S).kapla.layers.items() if f.notes}
+    assert noted  # nn_dataflow's MLP-S keeps pinned weights in the layers' own blocks
+    out = run(MLP_S).stdout
+    assert "* kapla's own check objects to these schemes (each layer is costed all the same):" in out
+    for name in noted:
+        assert f"  {name}: " in out and f"{name} *" in out

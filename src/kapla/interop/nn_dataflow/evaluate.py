@@ -19,8 +19,8 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
     layer names are the keys of ``run.schedules``); ``arch`` is the run's hardware
     (:func:`~kapla.interop.nn_dataflow.hardware.arch_from_run`). Returns kapla's
     figures: per layer in ``run.schedules`` order, with accesses keyed DRAM,
-    GBUF, ITCN, REGF (:data:`~kapla.interop.nn_dataflow.reader.LEVELS`), and the
-    network's total.
+    GBUF, ITCN, REGF (:data:`~kapla.interop.nn_dataflow.reader.LEVELS`) and
+    kapla's objections to the layer's scheme as its notes, and the network's total.
     """
     imported = imported_layers(run, net, arch)
     # nn_dataflow's levels by position: whatever the hardware calls them
@@ -48,4 +48,5 @@ def imported_layers(run: NnDataflowRun, net: Network, arch: ArchSpec) -> list[Im
 
 def _figures(im: ImportedLayer, names: dict[str, str]) -> Figures:
     c = im.cost
-    return Figures(c.total_energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops)
+    return Figures(c.total_energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops,
+                   im.notes)

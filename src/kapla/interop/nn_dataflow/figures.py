@@ -34,6 +34,8 @@ class Figures:
     time_cycles: float
     accesses: Mapping[str, float]
     noc_hops: float
+    #: kapla's objections to an imported scheme (rules of kapla's own check it breaks; costed all the same)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if tuple(self.accesses) != LEVELS:
@@ -42,8 +44,11 @@ class Figures:
         object.__setattr__(self, "accesses", MappingProxyType(dict(self.accesses)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"energy_j": self.energy_j, "time_cycles": _cycles(self.time_cycles),
-                "accesses": dict(self.accesses), "noc_hops": self.noc_hops}
+        out = {"energy_j": self.energy_j, "time_cycles": _cycles(self.time_cycles),
+               "accesses": dict(self.accesses), "noc_hops": self.noc_hops}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 @dataclass(frozen=True)
