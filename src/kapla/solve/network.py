@@ -160,14 +160,20 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[
     """Dynamic programming over the layers: the ``k`` best chains of segments
     covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
     rank here is a lexicographic or linear order of the sum)."""
+    return _chains(order, options, lambda candidates: sorted(candidates, key=lambda c: rank(c.cost))[:k])
+
+
+def _chains(order: list[str], options: Options, keep: Callable[[list[_Chain]], list[_Chain]]) -> list[_Chain]:
+    """Dynamic programming over the layers: the chains covering layers
+    ``0..j`` that ``keep`` keeps of every prefix kept and segment ending at
+    ``j``; the chains kept for the whole network."""
     best: list[list[_Chain]] = [[] for _ in order]
     for j in range(len(order)):
         candidates: list[_Chain] = []
         for start, step, value in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
             candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
-        candidates.sort(key=lambda c: rank(c.cost))
-        best[j] = candidates[:k]
+        best[j] = keep(candidates)
     return best[-1] if order else []
 
 
@@ -194,14 +200,7 @@ def _front_chains(order: list[str], options: Options) -> list[_Chain]:
     no other beats in both energy and time (the Pareto front). Costs add up, so
     a chain off the front has a prefix off it; the best chain under any
     objective that grows with energy and time (energy, latency, EDP) is on it."""
-    best: list[list[_Chain]] = [[] for _ in order]
-    for j in range(len(order)):
-        candidates: list[_Chain] = []
-        for start, step, value in options.get(j, ()):
-            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
-            candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
-        best[j] = _front(candidates)
-    return best[-1] if order else []
+    return _chains(order, options, _front)
 
 
 def _front(chains: list[_Chain]) -> list[_Chain]:
