@@ -22,6 +22,7 @@ from rich.progress import (
 )
 
 from kapla.errors import KaplaError
+from kapla.report.plots import check_plot_target
 
 # Off a terminal (a pipe, a log file) rich would assume 80 columns and cut the tables' cells.
 PIPE_WIDTH = 120
@@ -147,6 +148,13 @@ def check_output(target: str | None, what: str) -> None:
         raise KaplaError(f"{what} {target}: its directory does not exist")
     if path.is_dir():
         raise KaplaError(f"{what} {target}: is a directory")
+
+
+def check_plot_output(target: str | None) -> None:
+    """Fail before any work if ``--plot`` cannot be written at ``target`` (None: no plot) or is not a PNG/SVG."""
+    check_output(target, "--plot")
+    if target is not None:
+        check_plot_target(target)
 
 
 def emit_json(data: Any, target: str) -> None:

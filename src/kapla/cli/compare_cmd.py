@@ -6,12 +6,19 @@ import click
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.cli.common import check_output, console, emit_json, err_console, output_options, progress_bar
+from kapla.cli.common import (
+    check_output,
+    check_plot_output,
+    console,
+    emit_json,
+    err_console,
+    output_options,
+    progress_bar,
+)
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
 from kapla.compare import OK, Comparison, check_solvers, compare, plot
 from kapla.errors import KaplaError
-from kapla.report.plots import check_plot_target
 from kapla.solve.base import OBJECTIVES
 from kapla.workload.load import load_network
 
@@ -57,10 +64,8 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
             raise KaplaError(f"--option {key}: expected SOLVER.KEY=VALUE, e.g. random.p=0.85")
         options.setdefault(solver, {})[option] = value
     check_output(json_out, "--json")
-    check_output(plot_path, "--plot")
+    check_plot_output(plot_path)
     check_output(report_path, "--report")
-    if plot_path is not None:
-        check_plot_target(plot_path)
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"comparing on {network.name}", network.name) as progress:

@@ -13,6 +13,7 @@ from kapla.arch import load_arch
 from kapla.cli.common import (
     EXIT_INTERRUPTED,
     check_output,
+    check_plot_output,
     console,
     emit_json,
     err_console,
@@ -22,7 +23,7 @@ from kapla.cli.common import (
 from kapla.cli.report_cmd import write_report
 from kapla.dataflow.listing import format_scheme
 from kapla.errors import KaplaError
-from kapla.report.plots import check_plot_target, plot_schedule
+from kapla.report.plots import plot_schedule
 from kapla.solve.base import OBJECTIVES
 from kapla.solve.registry import SOLVERS
 from kapla.workload.load import load_network
@@ -73,9 +74,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     """
     check_output(json_out, "--json")
     check_output(report_path, "--report")
-    check_output(plot_path, "--plot")
-    if plot_path is not None:
-        check_plot_target(plot_path)
+    check_plot_output(plot_path)
     network = load_network(net, batch=batch, training=training)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
