@@ -205,12 +205,16 @@ class MlIntraSolver(IntraSolver):
             return configs.random(rng, self.batch)
         # an invalid configuration is learnt as much worse than any valid one
         target = np.log(np.where(finite, values, values[finite].max() * INVALID_PENALTY))
+        # one thread everywhere, the matrices too: a search runs beside others (worker
+        # processes, other jobs), and OpenMP threads spinning on busy cores made
+        # building each small matrix take tens of milliseconds (most of M's time)
         params = {"max_depth": 6, "eta": 0.3, "nthread": 1, "seed": int(rng.integers(0, 2**31 - 1)),
                   "objective": "reg:squarederror"}
-        booster = xgb.train(params, xgb.DMatrix(configs.features(measured), label=target), num_boost_round=TREES)
+        booster = xgb.train(params, xgb.DMatrix(configs.features(measured), label=target, nthread=1),
+                            num_boost_round=TREES)
 
         def predict(points: np.ndarray) -> np.ndarray:
-            return booster.predict(xgb.DMatrix(configs.features(points)))
+            return booster.predict(xgb.DMatrix(configs.features(points), nthread=1))
 
         order = np.argsort(values, kind="stable")
         walkers = measured[order[: SA_POPULATION // 2]]
