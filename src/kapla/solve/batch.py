@@ -506,13 +506,7 @@ def joint_scores(requests: Sequence[Request], objective: str = "energy", feed: F
     value = obj.of(costs.total, costs.time)
     if check:
         value = np.where(_joint_valid(parts, nests, costs), value, np.inf)
-    out = []
-    m0 = 0
-    for p in parts:
-        m1 = m0 + p.rows.shape[0]
-        out.append((costs.total[m0:m1], value[m0:m1]))
-        m0 = m1
-    return out
+    return _per_request(parts, costs.total, value)
 
 
 def joint_energy_time(requests: Sequence[Request], feed: Feed | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -521,13 +515,16 @@ def joint_energy_time(requests: Sequence[Request], feed: Feed | None = None) -> 
     (``Objective.of`` of the two), for searches that share candidates across objectives."""
     parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
     valid = _joint_valid(parts, nests, costs)
-    energy = np.where(valid, costs.total, np.inf)
-    time = np.where(valid, costs.time, np.inf)
+    return _per_request(parts, np.where(valid, costs.total, np.inf), np.where(valid, costs.time, np.inf))
+
+
+def _per_request(parts, first: np.ndarray, second: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Two arrays over the joint candidates cut back into each request's rows."""
     out = []
     m0 = 0
     for p in parts:
         m1 = m0 + p.rows.shape[0]
-        out.append((energy[m0:m1], time[m0:m1]))
+        out.append((first[m0:m1], second[m0:m1]))
         m0 = m1
     return out
 

@@ -238,7 +238,6 @@ class Search:
     interrupted: bool = False
 
 
-
 class NetworkStrategy(Protocol):
     """Chooses which segment chains of the network to solve and compare."""
 
@@ -333,7 +332,7 @@ class KaplaStrategy:
                 if search.progress is not None:
                     search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
                 entries = options[order.index(inter.layers[-1])]
-                k = entries.index(next(e for e in entries if e[1] == (inter, None)))
+                k = next(k for k, e in enumerate(entries) if e[1] == (inter, None))
                 entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
         # the best chains of what was solved (true costs only; the single layers always are)
         known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
