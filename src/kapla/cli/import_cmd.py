@@ -129,9 +129,7 @@ def _layer_table(result: ImportResult) -> Table:
     table = _new_table("per layer", "layer")
     theirs = result.nn_dataflow.layers
     for name, ours in result.kapla.layers.items():
-        name_label, *rest = _layer_labels(result.run, name)
-        labels = (name_label + (" *" if ours.notes else ""), *rest)
-        _add_group(table, labels, ours, theirs[name])  # type: ignore[arg-type]
+        _add_group(table, _layer_labels(result.run, name, bool(ours.notes)), ours, theirs[name])
     return table
 
 
@@ -151,11 +149,12 @@ def _total_table(result: ImportResult) -> Table:
     return table
 
 
-def _layer_labels(run: NnDataflowRun, name: str) -> tuple[str, str, str]:
+def _layer_labels(run: NnDataflowRun, name: str, objected: bool) -> tuple[str, str, str]:
+    """The layer (marked * if kapla objects to its scheme), its segment and, in a pipelined one, its stage."""
     sched: LayerSchedule = run.schedules[name]
     seg, stage, turn = sched.sched_seq
     shared = sum(1 for s in run.schedules.values() if s.segment == seg) > 1
-    return name, f"segment {seg}", f"stage {stage}.{turn}" if shared else ""
+    return name + (" *" if objected else ""), f"segment {seg}", f"stage {stage}.{turn}" if shared else ""
 
 
 def _number(x: float) -> str:
