@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from kapla.dataflow.mapping import PeMapping, fold, pe_mappings
+from kapla.dataflow.mapping import PeMapping, fold, pe_mappings, streamed_rows
 from kapla.errors import ArchError
 from kapla.workload.zoo import get_network
 
@@ -70,3 +70,23 @@ def test_a_template_is_one_registry_entry(monkeypatch):
     register_pe_mapping(PeMappingTemplate("broken", "nowhere", f"{__name__}:_missing"), replace=True)
     with pytest.raises(ArchError, match="PE mapping function .*_missing' cannot be imported"):
         pe_mappings("broken", ALEXNET["fc1"], {}, (8, 8))
+
+
+@pytest.mark.parametrize("name", ["conv1_a", "conv2_a", "conv3_a", "pool1_a"])
+def test_streamed_rows_take_the_output_rows_into_the_unit_and_cover_the_same(name):
+    layer = ALEXNET[name]
+    extents = {"N": 4, **layer.loops}
+    plain = pe_mappings("row_stationary", layer, extents, (8, 8))
+    streamed = pe_mappings("row_stationary", layer, extents, (8, 8), stream_rows=True)
+    assert len(plain) == len(streamed)
+    for p, s in zip(plain, streamed, strict=True):
+        assert s.covered() == p.covered() and s.stacks == p.stacks
+        assert all(lp.dim not in ("Y", "X") for lp in s.inner)  # the rows are one step of the PE
+        assert [lp for lp in p.inner if lp.dim not in ("Y", "X")] == list(s.inner)  # filter-row folds stay loops
+        assert dict(s.unit)["X"] == layer.loops["X"]
+        assert dict(s.unit).get("Y", 1) == math.prod(lp.count for lp in p.inner if lp.dim == "Y")
+
+
+def test_a_mapping_without_row_loops_is_not_streamed():
+    m = PeMapping("row_stationary", (("R", 3),), (), ())
+    assert streamed_rows(m) is m

@@ -85,3 +85,27 @@ def test_the_pe_side_convention_leaves_out_the_buffer_fills_from_dram():
     assert filled > 0
     assert pe_side.level_accesses("GBUF") == both.level_accesses("GBUF") - filled
     assert pe_side.level_accesses("DRAM") == both.level_accesses("DRAM")
+
+
+def eyeriss_pass_conv2():
+    """nn_dataflow's conv2_a scheme (its AlexNet reference): two output rows of
+    27 columns stream through each PE, which keeps one filter row."""
+    from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+
+    layer = get_network("alexnet", 64)["conv2_a"]
+    unit = (("N", 1), ("C", 1), ("K", 2), ("Y", 2), ("X", 27), ("S", 1), ("R", 5))
+    levels = (LevelScheme("REGF", (Stack("S", 5, 1), Stack("Y", 1, 7)), (Loop("C", 24),)),
+              LevelScheme("GBUF", (Stack("N", 4, 16), Stack("Y", 2, 1), Stack("C", 2, 1)), (Loop("K", 64),)))
+    return LayerScheme(layer, 64, unit, levels)
+
+
+def test_the_window_convention_holds_one_output_of_a_streamed_row():
+    scheme = eyeriss_pass_conv2()
+    theirs = load_arch("multinode_nndataflow")
+    held = theirs.replace(counting={**theirs.counting.model_dump(), "regf_holds": "unit"})
+    window = evaluate(scheme, theirs)
+    assert window.valid
+    # the whole unit: 2 x 5 filter words, 2 rows x 31 input words, 2 x 2 x 27 partial sums = 180 words
+    assert "REGF needs 360 B per unit but holds 64 B" in str(evaluate(scheme, held).validity)
+    # only what the register file must hold changes, never what moves
+    assert evaluate(scheme, held, check=False).accesses == window.accesses

@@ -324,11 +324,18 @@ class Counting(_Frozen):
     * ``gbuf_side``: ``both`` -- the node buffer counts what it serves the PEs
       and what fills it from DRAM or writes back; ``pe_side`` -- only what it
       serves the PEs.
+    * ``regf_holds``: ``unit`` -- a PE's register file holds everything its
+      unit block touches; ``window`` -- the unit's output rows stream through
+      the PE one output at a time (nn_dataflow's Eyeriss pass), so the
+      register file holds one output's share: its filter rows, the input
+      window they read and one partial sum; a PE-array template's fixed
+      loops over output rows then belong to the unit.
     """
 
     dram_reads: Literal["multicast", "per_node"] = "multicast"
     partial_sums: Literal["on_chip", "through_dram"] = "on_chip"
     gbuf_side: Literal["both", "pe_side"] = "both"
+    regf_holds: Literal["unit", "window"] = "unit"
 
 
 def _canonical_unroll(text: str) -> str:

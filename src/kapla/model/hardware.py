@@ -73,6 +73,7 @@ class Hardware:
     per_node_dram: bool = False  # every node fetches its own copy of what it reads from DRAM
     psums_through_dram: bool = False  # nodes splitting a reduction each write their partial sums out
     gbuf_pe_side: bool = False  # the node buffer counts only what it serves the PEs
+    regf_window: bool = False  # the register file holds one streamed output's window
 
     @property
     def onchip(self) -> int:
@@ -198,6 +199,7 @@ def hardware(arch: ArchSpec) -> Hardware:
         per_node_dram=arch.counting.dram_reads == "per_node",
         psums_through_dram=arch.counting.partial_sums == "through_dram",
         gbuf_pe_side=arch.counting.gbuf_side == "pe_side",
+        regf_window=arch.counting.regf_holds == "window",
     )
 
 

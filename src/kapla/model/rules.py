@@ -125,6 +125,8 @@ def block_words(block: np.ndarray, layer: Layer, roles: tuple[TensorRole, ...], 
     footprints after buffer sharing (``shr``), element-wise inputs counted per
     copy; tensors the level does not hold are absent."""
     shr = shr or {}
+    if level == 0 and hw.regf_window:
+        block = streamed_window(block)
     fp = footprints(block, layer, tuple(dict.fromkeys(r.kind for r in roles)))
     out: dict[Kind, np.ndarray] = {}
     for role in roles:
@@ -135,6 +137,16 @@ def block_words(block: np.ndarray, layer: Layer, roles: tuple[TensorRole, ...], 
         if n is not None:
             words = -(-words // n)
         out[role.kind] = out.get(role.kind, 0) + words * role.copies
+    return out
+
+
+def streamed_window(block: np.ndarray) -> np.ndarray:
+    """The part of PE unit blocks ``(..., 8)`` a register file holds when the
+    unit's outputs stream through it (counting ``regf_holds: window``):
+    one output's partial sums and the filter window of input it reads."""
+    out = np.array(block, dtype=np.int64)
+    out[..., DIM_INDEX["Y"]] = 1
+    out[..., DIM_INDEX["X"]] = 1
     return out
 
 

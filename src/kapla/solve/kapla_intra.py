@@ -450,7 +450,8 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         c0 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(arr.mu))]
         g0 = [np.minimum(c * row(arr.s0[:, i]), full[i]) for i, c in enumerate(c0)]
         fp_c, fp_g = _footprints_of(c0, layer), _footprints_of(g0, layer)
-        words = sum(fp_c[r.kind] * r.copies for r in roles)
+        fp_held = _footprints_of(_held_extents(c0, arch), layer)
+        words = sum(fp_held[r.kind] * r.copies for r in roles)
         # loops outermost first: T's dims, the others, then the mapping's inner loops
         order_counts = [fam.counts[j] for j in fam.outer + fam.inner] + [row(arr.in0[:, i]) for i in in_dims]
         order_dims = [BLOCK_DIMS[j] for j in fam.outer + fam.inner] + [DIMS[i] for i in in_dims]
@@ -465,6 +466,17 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         energy = np.where(words <= cap, energy, np.inf)
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
+
+
+def _held_extents(extents: list, arch: ArchSpec) -> list:
+    """The register block's extents a PE holds (:func:`kapla.model.rules.streamed_window`
+    under counting ``regf_holds: window``)."""
+    if arch.counting.regf_holds != "window":
+        return extents
+    held = list(extents)
+    for d in ("Y", "X"):
+        held[_IDX[d]] = np.ones_like(held[_IDX[d]])
+    return held
 
 
 class _Family:

@@ -56,9 +56,31 @@ MappingFn = Callable[[Layer, Mapping[str, int], tuple[int, int]], list[PeMapping
 
 
 def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
-                pe_array: tuple[int, int]) -> list[PeMapping]:
-    """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``."""
-    return _mapping_fn(get_pe_mapping(template).mapping)(layer, extents, pe_array)
+                pe_array: tuple[int, int], stream_rows: bool = False) -> list[PeMapping]:
+    """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``
+    (``stream_rows``: each with :func:`streamed_rows`)."""
+    mappings = _mapping_fn(get_pe_mapping(template).mapping)(layer, extents, pe_array)
+    return [streamed_rows(m) for m in mappings] if stream_rows else mappings
+
+
+def streamed_rows(mapping: PeMapping) -> PeMapping:
+    """``mapping`` with the output rows its PEs slide over (its fixed loops
+    over ``Y`` and ``X``) taken into the unit block: the rows are one step of
+    the PE, their partial sums kept there. That is how a register file counted
+    by its sliding window (counting ``regf_holds: window``, nn_dataflow's
+    Eyeriss pass) runs them; other fixed loops stay, and a mapping without
+    such loops is unchanged."""
+    unit = dict(mapping.unit)
+    kept = []
+    for lp in mapping.inner:
+        if lp.dim in ("Y", "X"):
+            unit[lp.dim] = unit.get(lp.dim, 1) * lp.count
+        else:
+            kept.append(lp)
+    if len(kept) == len(mapping.inner):
+        return mapping
+    return PeMapping(mapping.template, tuple(unit.items()), mapping.stacks, tuple(kept),
+                     f"{mapping.note}, rows streamed" if mapping.note else "rows streamed")
 
 
 @cache
@@ -89,4 +111,4 @@ def fold(extent: int, units: int) -> tuple[int, int]:
     folds = -(-extent // units)
     return -(-extent // folds), folds
 
-__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "relaxed"]
+__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "relaxed", "streamed_rows"]
