@@ -25,6 +25,14 @@ def test_show_preset():
     assert result.exit_code == 0
     assert "multinode: 256 nodes (16x16), 16384 PEs (8x8 per GBUF)" in result.stdout
     assert "GBUF" in result.stdout and "32 KiB" in result.stdout
+    assert "counting" not in result.stdout  # kapla's own conventions go without saying
+
+
+def test_show_names_conventions_that_are_not_kaplas():
+    result = runner.invoke(app, ["arch", "show", "multinode_nndataflow"])
+    assert result.exit_code == 0
+    assert ("counting: dram_reads=per_node, partial_sums=through_dram, gbuf_side=pe_side, regf_holds=window"
+            in result.stdout)
 
 
 def test_show_json_loads_back():

@@ -98,6 +98,6 @@ def test_presets_are_hashable_values():
 def test_multinode_nndataflow_is_multinode_counted_as_nn_dataflow_counts():
     ours, theirs = load_arch("multinode"), load_arch("multinode_nndataflow")
     assert theirs.replace(name="multinode", counting={}) == ours
-    assert (theirs.counting.dram_reads, theirs.counting.partial_sums, theirs.counting.gbuf_side) == (
-        "per_node", "through_dram", "pe_side")
+    assert (theirs.counting.dram_reads, theirs.counting.partial_sums, theirs.counting.gbuf_side,
+            theirs.counting.regf_holds) == ("per_node", "through_dram", "pe_side", "window")
     assert "counting" not in ours.to_dict() and theirs.to_dict()["counting"]["dram_reads"] == "per_node"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kapla.arch.spec import TENSOR_KINDS, ArchSpec, MemLevel, SplitCapacity
+from kapla.arch.spec import TENSOR_KINDS, ArchSpec, Counting, MemLevel, SplitCapacity
 
 
 def format_bytes(size: int | None) -> str:
@@ -95,4 +95,7 @@ def describe_arch(spec: ArchSpec) -> str:
         f"DRAM channels: {channels} ({origin}), {_num(spec.dram_bandwidth)} B/cycle in total",
         "options: " + ", ".join(f"{key}={on[value]}" for key, value in spec.options.model_dump().items()),
     ]
+    if spec.counting != Counting():
+        lines.append("counting: " + ", ".join(f"{key}={value}" for key, value in spec.counting.model_dump().items())
+                     + " (not kapla's own: docs/nn_dataflow.md)")
     return "\n".join(lines)
