@@ -36,8 +36,11 @@ CONVENTIONS = [
     ("kapla's (multinode)", {}),
     ("+ every node fetches its own DRAM copy", {"dram_reads": "per_node"}),
     ("+ partial sums through DRAM", {"dram_reads": "per_node", "partial_sums": "through_dram"}),
-    ("+ GBUF counted on its PE side (multinode_nndataflow)",
+    ("+ GBUF counted on its PE side",
      {"dram_reads": "per_node", "partial_sums": "through_dram", "gbuf_side": "pe_side"}),
+    # what fits a PE, not what moves: the same words, but nn_dataflow's passes become valid
+    ("+ REGF holding one output's window (multinode_nndataflow)",
+     {"dram_reads": "per_node", "partial_sums": "through_dram", "gbuf_side": "pe_side", "regf_holds": "window"}),
 ]
 
 
@@ -56,13 +59,16 @@ def main() -> None:
     alexnet = imported["nn_dataflow_alexnet_per_layer.json"]
     run, net = alexnet.run, alexnet.network
     base = load_preset("multinode")
-    print("| counting | energy (mJ) | time (Mcycles) | DRAM (M words) | GBUF (M words) |\n|---|---|---|---|---|")
+    print("| counting | energy (mJ) | time (Mcycles) | DRAM (M words) | GBUF (M words) | layers kapla rejects |\n"
+          "|---|---|---|---|---|---|")
     for label, counting in CONVENTIONS:
-        t = kapla_figures(run, net, arch_from_run(run, base.replace(counting=counting))).total
+        figures = kapla_figures(run, net, arch_from_run(run, base.replace(counting=counting)))
+        t = figures.total
+        rejected = sum(1 for f in figures.layers.values() if f.notes)
         print(f"| {label} | {t.energy_j * 1e3:.1f} | {t.time_cycles / 1e6:.2f} | {t.accesses['DRAM'] / 1e6:.1f} "
-              f"| {t.accesses['GBUF'] / 1e6:.0f} |")
+              f"| {t.accesses['GBUF'] / 1e6:.0f} | {rejected} of {len(figures.layers)} |")
     print(f"| nn_dataflow's own figures | {run.total_cost * 1e3:.1f} | {run.total_time / 1e6:.2f} "
-          f"| {run.total_accesses[0] / 1e6:.1f} | {run.total_accesses[1] / 1e6:.0f} |")
+          f"| {run.total_accesses[0] / 1e6:.1f} | {run.total_accesses[1] / 1e6:.0f} | |")
     print("\n## 3. kapla's own schedule beside nn_dataflow's\n")
     print("| run | hardware | kapla's solver | kapla energy (J) | nn_dataflow energy (J) | ratio | kapla search (s) "
           "| nn_dataflow search (s) |\n|---|---|---|---|---|---|---|---|")

@@ -249,7 +249,7 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
     found = []  # (skeleton index, its space, its blocks)
     for i, skel in enumerate(skels):
         sp = _space(skel, arch, "energy", None, cache)
-        if sp is None or not sp.dims:
+        if not sp.dims:
             continue
         units = _feasible_units(sp)
         if len(units) == 0:
@@ -276,12 +276,9 @@ def _refined(skels: list[Skeleton], arr: _Arrays, arch: ArchSpec, first: np.ndar
 
 
 def _space(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None,
-           cache: _Run | None = None) -> _Space | None:
-    """The blocking search of ``skel``, or None where the batch evaluator does not model the hardware."""
-    try:
-        ev = (cache or _Run()).evaluators(skel, arch)
-    except ValueError:
-        return None
+           cache: _Run | None = None) -> _Space:
+    """The blocking search of ``skel`` (classic hardware: :func:`kapla.solve.space.classic`)."""
+    ev = (cache or _Run()).evaluators(skel, arch)
     dims = tuple(d for d in BLOCK_DIMS if skel.rest[d] > 1)
     return _Space(skel, arch, ev, dims, np.array([skel.rest[d] for d in dims], dtype=np.int64), objective, feed,
                   cache=_Run() if cache is None else cache)
@@ -763,9 +760,7 @@ def _descend_all(items, arch: ArchSpec, objective: str, feed: Feed | None, n_uni
     live = []  # (item index, its space, its descent, what to send it next)
     for k, (skel, known) in enumerate(items):
         sp = _space(skel, arch, objective, feed, cache)
-        if sp is None:
-            out[k] = _descend_scalar(skel, arch, objective, feed)
-        elif not sp.dims:
+        if not sp.dims:
             out[k] = _no_blocking(sp)
         else:
             live.append((k, sp, _descent(sp, n_units, known), None))
@@ -1159,46 +1154,3 @@ def _primes(n: int) -> list[int]:
     if n > 1:
         out.append(n)
     return out
-
-
-# ------------------------------------------------------------------ hardware without a batch evaluator
-
-
-def _descend_scalar(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | None):
-    """For hardware the batch evaluator does not model (not REGF, GBUF, DRAM):
-    the same levels, costed one scheme at a time with a greedy descent."""
-    rest = skel.rest
-    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
-    regf_cap = shared_capacity_words(arch, 0)
-    gbuf_cap = shared_capacity_words(arch, 1)
-    unit = {d: 1 for d in dims}
-    mid = {d: 1 for d in dims}
-    evaluated = 0
-
-    def cost(u, a, o1, o2):
-        nonlocal evaluated
-        blocking = Blocking(tuple(u.items()), tuple((d, a[d]) for d in o1),
-                            tuple((d, rest[d] // (u[d] * a[d])) for d in o2))
-        scheme = build_scheme(skel, blocking)
-        if scheme.buffer_words(0) > regf_cap or scheme.buffer_words(1) > gbuf_cap:
-            return _NONE, blocking
-        evaluated += 1
-        cost = evaluate(scheme, arch, feed or FROM_DRAM, check=False)
-        return (cost.objective(objective), cost.total_energy), blocking
-
-    best = cost(unit, mid, dims, dims)
-    improved = True
-    while improved:
-        improved = False
-        for table in (unit, mid):
-            for d in dims:
-                for p in _primes(rest[d] // (unit[d] * mid[d])):
-                    table[d] *= p
-                    trial = cost(unit, mid, dims, dims)
-                    if _better(trial[0], best[0]):
-                        best, improved = trial, True
-                    else:
-                        table[d] //= p
-    if not math.isfinite(best[0][0]):
-        return None, _NONE, evaluated
-    return best[1], best[0], evaluated
