@@ -102,6 +102,14 @@ def shape_key(layer: Layer) -> Layer:
     return replace(layer, name="_", forward=None)
 
 
+def memoised(table: dict, key, make, *args):
+    """``table[key]``, made by ``make(*args)`` the first time: a search's
+    shared steps are worked out once however many descents take them."""
+    if key not in table:
+        table[key] = make(*args)
+    return table[key]
+
+
 def check_objective(objective: str) -> str:
     if objective not in OBJECTIVES:
         raise KaplaError(f"unknown objective '{objective}'; choose one of {', '.join(OBJECTIVES)}")

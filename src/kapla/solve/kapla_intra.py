@@ -60,7 +60,7 @@ from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims,
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
 from kapla.model.objective import objective_of
-from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Outcome, Problem, no_scheme
+from kapla.solve.base import IntraResult, IntraSolver, NoSchemeError, Outcome, Problem, memoised, no_scheme
 from kapla.solve.batch import (
     BatchEvaluator,
     Evaluators,
@@ -178,14 +178,17 @@ class KaplaIntraSolver(IntraSolver):
         found.sort(key=lambda item: item[:2])
         for _, _, skel, blocking in found:
             key = ("checked", skel, blocking)  # another objective's descent may have found it too
-            if key not in cache.searches:
-                scheme = build_scheme(skel, blocking, ifm_name)
-                cache.searches[key] = (scheme, evaluate(scheme, arch, feed or FROM_DRAM))  # the independent check
-            scheme, cost = cache.searches[key]
+            scheme, cost = memoised(cache.searches, key, _checked, skel, blocking, ifm_name, arch, feed)
             evaluated += 1
             if cost.valid:
                 return IntraResult(scheme, cost, evaluated, time.perf_counter() - start)
         raise no_scheme(layer, batch, arch)
+
+
+def _checked(skel: Skeleton, blocking: Blocking, ifm_name: str | None, arch: ArchSpec, feed: Feed | None):
+    """A found blocking's directives and their cost with the evaluator's independent check."""
+    scheme = build_scheme(skel, blocking, ifm_name)
+    return scheme, evaluate(scheme, arch, feed or FROM_DRAM)
 
 
 @dataclass(frozen=True)
@@ -870,11 +873,11 @@ def _finish(sp: _Space, res):
 def _feasible_units(sp: _Space) -> np.ndarray:
     """Every register block (unit factors) that fits the register file, grown dim by dim
     (once per mapping unit and remainder in a solver run: sharing does not change them)."""
+    return memoised(sp.cache.searches, ("units", sp.dims, sp.rest.tobytes(), sp.ev.mu.tobytes()), _grown_units, sp)
+
+
+def _grown_units(sp: _Space) -> np.ndarray:
     ev = sp.ev
-    key = ("units", sp.dims, sp.rest.tobytes(), ev.mu.tobytes())
-    units = sp.cache.searches.get(key)
-    if units is not None:
-        return units
     units = np.ones((1, len(sp.dims)), dtype=np.int64)
     for j, n in enumerate(sp.rest):
         divs = np.array(divisors(int(n)), dtype=np.int64)
@@ -882,7 +885,6 @@ def _feasible_units(sp: _Space) -> np.ndarray:
         grown[:, j] = np.tile(divs, len(units))
         fits = ev.buffer_words(ev.unit_tile(sp.dims, grown), 0) <= ev.regf_cap
         units = grown[fits]
-    sp.cache.searches[key] = units
     return units
 
 
@@ -953,9 +955,7 @@ def _rank_units(sp: _Space, units: np.ndarray, n: int, known=None) -> np.ndarray
     else:
         # once per skeleton in a solver run: the descents of every objective start here
         key = ("unit estimates", sp.skel, units.tobytes())
-        if key not in sp.cache.searches:
-            sp.cache.searches[key] = _unit_estimates(sp, units)
-        value = sp.cache.searches[key]
+        value = memoised(sp.cache.searches, key, _unit_estimates, sp, units)
     return units[np.argsort(value, kind="stable")[:n]]
 
 
@@ -1117,9 +1117,7 @@ def _gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     Built (and costed) once per skeleton and register blocks in a solver run:
     the descents of several objectives often ask for the same search."""
     key = ("gbuf", sp.skel, units.tobytes())
-    if key not in sp.cache.searches:
-        sp.cache.searches[key] = _new_gbuf_search(sp, units)
-    return sp.cache.searches[key]
+    return memoised(sp.cache.searches, key, _new_gbuf_search, sp, units)
 
 
 def _new_gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:

@@ -38,7 +38,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
 from kapla.model.objective import better
-from kapla.solve.base import IntraResult, NoSchemeError, Outcome, Problem, no_scheme
+from kapla.solve.base import IntraResult, NoSchemeError, Outcome, Problem, memoised, no_scheme
 from kapla.solve.frames import Blockings, FrameEvaluator, order_classes, split_rows
 from kapla.solve.layer_space import Found, LayerSpace
 from kapla.solve.space import MAX_JOINT_CANDIDATES, innermost_orders
@@ -239,7 +239,7 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
 
     # ---- middle levels, one at a time, the rest at the top
     for level in range(0, space.evaluator(index).levels - 2):
-        step = _memo(memo, ("middle", index, level, _states_key(states)), _middle, space, index, states, level)
+        step = memoised(memo, ("middle", index, level, _states_key(states)), _middle, space, index, states, level)
         if step is None:
             return None, evaluated
         src, taken, b, left, costs = step
@@ -258,17 +258,11 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
         states = nxt
 
     # ---- the top two levels together (the top alone on a one-level chip), with the feed
-    top = _memo(memo, ("top", index, _states_key(states)), _top, space, index, states)
+    top = memoised(memo, ("top", index, _states_key(states)), _top, space, index, states)
     if top is None:
         return None, evaluated
     b, costs = top
     return space.best(index, b, costs), evaluated + len(b)
-
-
-def _memo(memo: dict, key, make, *args):
-    if key not in memo:
-        memo[key] = make(*args)
-    return memo[key]
 
 
 def _states_key(states: list[_State]) -> tuple[bytes, ...]:
