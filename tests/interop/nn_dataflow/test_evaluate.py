@@ -67,6 +67,15 @@ def test_conv1_is_the_one_layer_kapla_cannot_reproduce(alexnet):
     assert r["REGF"] == pytest.approx(1.0, abs=1e-9)
 
 
+def test_conv2_reads_its_input_once_where_nn_dataflow_reads_it_per_fold(alexnet):
+    """conv2's 14 output rows per node fold into two passes of 7; nn_dataflow
+    reads each pass's 11 input rows, kapla's unit the node's 18 rows once."""
+    r = ratios(alexnet, "conv2_a")
+    assert r["GBUF"] == pytest.approx(18 / 22, rel=1e-9)
+    for figure in ("time", "DRAM", "ITCN", "REGF"):
+        assert abs(r[figure] - 1) <= 0.05, (figure, r[figure])
+
+
 def test_network_totals(alexnet, mlp_s):
     a = alexnet.kapla.total.energy_j / alexnet.nn_dataflow.total.energy_j
     assert a == pytest.approx(0.937, abs=0.01)
