@@ -35,9 +35,12 @@ over the mean distance to the nearest channel (every receiving node pays:
 multicast trees are not modelled) and one hop per rotated or reduced word.
 
 A layer inside a segment (:class:`~kapla.model.feed.Feed`) changes the top of
-the chain: a forwarded input is read from the node buffers and crosses the
-NoC from its producer, an output kept on chip stays in the node buffers,
-pinned weights cost nothing there.
+the chain: a forwarded input is read from the node buffers (once per word
+they serve together, whatever the DRAM convention) and crosses the NoC from
+its producer, an output kept on chip stays in the node buffers (not counted
+there when the buffer counts only its PE side), pinned weights cost nothing
+there. Such data sit in the node buffers even where a scheme's node level
+bypasses them, and the buses below deliver them like any other data.
 """
 
 from __future__ import annotations
@@ -291,21 +294,27 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     hops[r] += np.maximum(flow(node_at) - parent_side, 0.0) / 2
             if feed is not None and p == n and _stays_on_chip(kind, written, feed):
                 if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
-                    # read from (or left in) the node buffers; a forwarded input crosses the NoC
-                    reads[c, r] += parent_reads
-                    writes[c, r] += parent_writes
+                    # read from (or left in) the node buffers, even where the scheme has the
+                    # node level bypass them, once per word they serve together (as the data
+                    # rule reads them: on-chip data are not fetched per node); a forwarded
+                    # input crosses the NoC
+                    at = c if node is None else node
                     if not written:
-                        hops[r] += parent_reads * feed.ifm_hops
-                continue
-
-            reads[p, r] += parent_reads
-            writes[p, r] += parent_writes
-            if c > 0 and not (c == node and hw.gbuf_pe_side):
-                # a buffer above the registers: what it serves, what fills it, what it writes back
-                writes[c, r] += fills + reduced
-                reads[c, r] += writebacks + rotated + reduced
-            if spans_node:
-                hops[r] += (parent_side if written else into_nodes) * distance
+                        reads[at, r] += top_reads[r]
+                        hops[r] += top_reads[r] * feed.ifm_hops
+                    elif not hw.gbuf_pe_side:  # what stays for the consumers is not served to the PEs
+                        reads[at, r] += parent_reads
+                        writes[at, r] += parent_writes
+            else:
+                reads[p, r] += parent_reads
+                writes[p, r] += parent_writes
+                if c > 0 and not (c == node and hw.gbuf_pe_side):
+                    # a buffer above the registers: what it serves, what fills it, what it writes back
+                    writes[c, r] += fills + reduced
+                    reads[c, r] += writebacks + rotated + reduced
+                if spans_node:
+                    hops[r] += (parent_side if written else into_nodes) * distance
+            # the buses below the node level deliver on-chip data as any other
             for j in range(c, p):
                 lvl = hw.levels[j]
                 if lvl.bus is None:

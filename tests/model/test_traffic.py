@@ -1,0 +1,43 @@
+"""Data a segment keeps on chip (a forwarded input, pinned weights) in schemes
+whose node level bypasses them: they still sit in the node buffers, so they
+are read there and delivered over the array bus like any data."""
+
+from dataclasses import replace
+
+import pytest
+
+from kapla.arch import load_arch
+from kapla.dataflow.tensors import Kind
+from kapla.model import evaluate
+from kapla.model.evaluate import ITCN, Feed
+from kapla.solve.batch import enumerate_and_cost
+from kapla.solve.space import build_scheme, skeletons
+from kapla.workload.zoo import get_network
+
+ARCH = load_arch("multinode").with_options(buffer_sharing=False)
+FC2 = get_network("mlp_s", 64)["fc2"]
+
+
+def scheme_pair():
+    """A scheme of MLP-S's fc2 and the same scheme with the node level bypassing input and weights."""
+    skel = next(iter(skeletons(FC2, 64, ARCH)))
+    held = build_scheme(skel, enumerate_and_cost(skel, ARCH).blocking)
+    levels = list(held.levels)
+    levels[1] = replace(levels[1], bypass=frozenset({Kind.IFM, Kind.WGT}))
+    return held, replace(held, levels=tuple(levels))
+
+
+@pytest.mark.parametrize("feed", [Feed(ifm_hops=1.0, pinned=True), Feed(ifm_hops=2.0, pinned=True, to_dram=False)])
+def test_on_chip_data_the_node_bypasses_reach_the_pes_over_the_bus(feed):
+    held, bypassed = scheme_pair()
+    # costed as another tool's scheme would be: the blocking was found for data from DRAM
+    a, b = (evaluate(s, ARCH, feed, check=False, feed_rule=False) for s in (held, bypassed))
+    ifm, wgt = "fc2.in", "fc2.w"
+    for tensor in (ifm, wgt):
+        assert b.accesses[ITCN][tensor] > 0  # delivered into the PEs all the same
+        assert b.accesses["REGF"][tensor] == a.accesses["REGF"][tensor]  # the datapath's reads, nothing more
+        assert b.accesses["DRAM"].get(tensor, 0) == 0  # on chip: never from DRAM
+    # the forwarded input is read from the node buffers once per word they serve
+    assert b.accesses["GBUF"][ifm] > 0
+    # pinned weights are not counted at the buffer (as nn_dataflow counts them)
+    assert b.accesses["GBUF"].get(wgt, 0) == 0
