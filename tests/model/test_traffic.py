@@ -7,9 +7,12 @@ from dataclasses import replace
 import pytest
 
 from kapla.arch import load_arch
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.tensors import Kind
 from kapla.model import evaluate
 from kapla.model.evaluate import ITCN, Feed
+from kapla.model.nests import from_schemes
+from kapla.model.rules import used_units
 from kapla.solve.batch import enumerate_and_cost
 from kapla.solve.space import build_scheme, skeletons
 from kapla.workload.zoo import get_network
@@ -41,3 +44,26 @@ def test_on_chip_data_the_node_bypasses_reach_the_pes_over_the_bus(feed):
     assert b.accesses["GBUF"][ifm] > 0
     # pinned weights are not counted at the buffer (as nn_dataflow counts them)
     assert b.accesses["GBUF"].get(wgt, 0) == 0
+
+
+def test_a_stack_unit_wholly_beyond_the_layer_moves_nothing():
+    """13 output rows over a stack of 14 PEs (nn_dataflow's Eyeriss folding):
+    the 14th PE is idle, so the buses carry what 13 PEs need, the words 13
+    PEs would get (kapla's check still rejects the idle PE)."""
+    layer = get_network("alexnet", 64)["conv3_a"]  # 13 x 13 output
+    arch = load_arch("multinode").with_level("REGF", array=[8, 16])
+
+    def scheme(pes):
+        unit = (("N", 1), ("C", 1), ("K", 1), ("Y", 1), ("X", 13), ("S", 1), ("R", 3))
+        rest = (("N", 64), ("C", 256), ("K", 192))
+        levels = (LevelScheme("REGF", (Stack("S", 3, 1), Stack("Y", 1, pes))),
+                  LevelScheme("GBUF", (), tuple(Loop(d, n) for d, n in rest)))
+        return LayerScheme(layer, 64, unit, levels)
+
+    idle, exact = scheme(14), scheme(13)
+    assert [int(u[0]) for u in used_units(from_schemes([idle]))] == [3 * 13, 1, 1]
+    assert evaluate(exact, arch).valid
+    assert "idle iterations" in str(evaluate(idle, arch).validity)
+    a, b = evaluate(idle, arch, check=False), evaluate(exact, arch, check=False)
+    for level in (ITCN, "GBUF", "DRAM", "REGF"):
+        assert a.accesses[level] == b.accesses[level], level

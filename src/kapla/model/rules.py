@@ -91,7 +91,7 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
         step = flat[idx]
         steps[:, k] = step
         flat[idx] = step * counts[:, k]
-    idle = (counts - 1) * steps >= full[dims]
+    idle = wholly_beyond(counts, steps, full[dims])
     return Coverage(full, dims, counts, steps, labels or [""] * L, idle, counts < 1, reach, unit > full, unit)
 
 
@@ -111,6 +111,35 @@ def coverage(nests: Nests) -> Coverage:
     """The coverage of every dimension by every nest (see the module docstring)."""
     dims, counts, labels = nests.dim_loops()
     return tile_coverage(nests.full, nests.unit[nests.rows], dims, counts, labels)
+
+
+def wholly_beyond(counts: np.ndarray, steps: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """Loops (or stacks) whose last iteration (unit) starts at or past the
+    layer's extent ``full``: wholly idle work."""
+    return (counts - 1) * steps >= full
+
+
+def used_units(nests: Nests) -> list[np.ndarray]:
+    """Per level (DRAM last, one unit), ``(M,)`` units in use on the whole
+    hardware: a stack's units lying wholly beyond the layer (which a valid
+    nest never has: :func:`coverage`) get no work and move no data."""
+    F = nests.combos
+    f = np.arange(F)
+    per_level = []
+    for i in range(nests.levels):
+        st = nests.stacks[i]
+        reach = np.array(nests.nominal_tiles[i], dtype=np.int64)  # what each stack advances by, innermost first
+        used = np.ones(F, dtype=np.int64)
+        for k in range(st.dims.shape[1]):
+            d, n = st.dims[:, k], st.counts[:, k]
+            step, full = reach[f, d], nests.full[d]
+            used *= np.where(wholly_beyond(n, step, full), -(-full // np.maximum(step, 1)), n)
+            reach[f, d] = step * n
+        per_level.append(used)
+    out = [np.ones(F, dtype=np.int64)]
+    for p in reversed(per_level):
+        out.append(out[-1] * p)
+    return [u[nests.rows] for u in out[::-1]]
 
 
 def coverage_violations(nests: Nests) -> list[Violation]:
@@ -301,7 +330,7 @@ def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
 __all__ = [
     "Coverage", "arrays", "block_words", "buffer_bits", "buffer_words", "capacity", "capacity_violations",
     "coverage", "coverage_violations", "fits", "held_words", "idle_dims", "lists_coverage", "scheme_buffer_words",
-    "sharing", "tile_coverage",
+    "sharing", "tile_coverage", "used_units", "wholly_beyond",
 ]
 
 

@@ -22,6 +22,10 @@ consecutive holders, a *child* below and its *parent* above:
   gets ``1/shr`` of its block from the parent and the rest from neighbours
   (``rotated`` words: a read and a write each).
 
+A stack's units lying wholly beyond the layer (which a valid nest never has;
+another tool's scheme may) get no work and move no data
+(:func:`kapla.model.rules.used_units`).
+
 Below the innermost holder the datapath reads operands: one read of each
 input and a read and a write of the output per operation at level 0; from a
 holder further out, once per group of units that share the operand.
@@ -55,6 +59,7 @@ from kapla.dataflow.tensors import RELEVANT_MASK, WINDOW_AXIS, Kind, footprints,
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, mean_channel_distance
 from kapla.model.nests import Nests
+from kapla.model.rules import used_units
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +210,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     # the shift of an input window per step of each loop dim (Y/X: stride; S/R: dilation)
     shift = np.array([sy, dy, sx, dx, 0])[np.array([{"Y": 0, "S": 1, "X": 2, "R": 3}.get(d, 4)
                                                      for d in "NGCKYXSR"])]
-    units = [nests.units(i)[rows].astype(float) for i in range(n + 1)]
+    units = [u.astype(float) for u in used_units(nests)]
     trips = nests.trips[rows].astype(float)
     node = hw.node
     # without a node level no pair of holders spans one

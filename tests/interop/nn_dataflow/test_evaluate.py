@@ -49,7 +49,7 @@ def test_every_layer_does_the_same_work(alexnet, mlp_s):
             assert ratios(result, name)["REGF"] == pytest.approx(1, rel=1e-9), name
 
 
-@pytest.mark.parametrize("name", ["fc1", "fc3"])
+@pytest.mark.parametrize("name", ["fc1", "fc2", "fc3"])
 def test_mlp_s_layers_match_but_for_noc_and_time(mlp_s, name):
     """Pinned weights and forwarded inputs are read from the node buffers and
     delivered over the array bus, as nn_dataflow counts them (its remote
@@ -57,16 +57,6 @@ def test_mlp_s_layers_match_but_for_noc_and_time(mlp_s, name):
     r = ratios(mlp_s, name)
     for figure in ("DRAM", "GBUF", "ITCN"):
         assert abs(r[figure] - 1) <= 0.05, (name, figure, r[figure])
-
-
-def test_mlp_s_fc2_counts_its_idle_input_channel_group(mlp_s):
-    """500 input channels over 12 node groups: nn_dataflow gives each 41 or 42
-    and pads its loops to 48, counting what is used; kapla gives every group
-    the same 48-channel block, so the 12th is idle and its words are counted."""
-    r = ratios(mlp_s, "fc2")
-    assert r["GBUF"] == pytest.approx(1.092, abs=0.002)
-    assert r["ITCN"] == pytest.approx(1.128, abs=0.002)
-    assert any("idle iterations" in n for n in mlp_s.kapla.layers["fc2"].notes)
 
 
 def test_mlp_s_fc1_pays_bus_time_for_its_pinned_weights(mlp_s):
@@ -78,13 +68,13 @@ def test_mlp_s_fc1_pays_bus_time_for_its_pinned_weights(mlp_s):
     assert mlp_s.kapla.total.time_cycles == 4224 and mlp_s.nn_dataflow.total.time_cycles == 2688
 
 
-@pytest.mark.parametrize("name", ["conv3_a", "conv4_a", "conv5_a", "conv3_b"])
-def test_later_convolutions_match_but_for_the_array_bus(alexnet, name):
+@pytest.mark.parametrize("name", ["pool2_a", "conv3_a", "conv4_a", "conv5_a", "conv3_b"])
+def test_later_convolutions_match_though_one_pe_is_idle(alexnet, name):
+    """13 output rows on 2 x 7 PEs leave one PE idle: it gets no data (and kapla's check objects)."""
     r = ratios(alexnet, name)
-    for figure in ("time", "DRAM", "GBUF", "REGF"):
+    for figure in ("time", "DRAM", "GBUF", "ITCN", "REGF"):
         assert abs(r[figure] - 1) <= 0.01, (name, figure, r[figure])
-    # pinned: 13 output rows on 2 x 7 PEs; kapla counts the input rows of the idle PE's neighbours again
-    assert r["ITCN"] == pytest.approx(1.077, abs=0.01)
+    assert any("idle iterations" in n for n in alexnet.kapla.layers[name].notes)
 
 
 def test_conv1_is_the_one_layer_kapla_cannot_reproduce(alexnet):
