@@ -132,3 +132,41 @@ def test_kaplas_own_alexnet_schedule_uses_less_energy_than_nn_dataflows(alexnet)
                           buffer_sharing=False)
     assert ours.valid and ours.complete
     assert ours.energy_j < 0.96 * alexnet.nn_dataflow.total.energy_j
+
+
+def _energy_without_noc(result, name):
+    from kapla.interop.nn_dataflow.evaluate import imported_layers
+
+    layers = {im.name: im for im in imported_layers(result.run, result.network, result.arch)}
+    ours = result.kapla.layers[name].energy_j - layers[name].cost.energy.get("NoC", 0.0)
+    theirs = result.run.schedules[name].cost - result.run.schedules[name].cost_noc
+    return ours / theirs
+
+
+def test_energy_apart_from_the_noc_agrees_on_every_layer_but_conv1(alexnet, mlp_s):
+    """The hop models differ (README, "Against nn_dataflow"); everything else
+    nn_dataflow charges, kapla charges within 5 % on every layer but conv1,
+    whose folds re-read the input per fold in nn_dataflow (pinned above)."""
+    for result in (alexnet, mlp_s):
+        for name in result.nn_dataflow.layers:
+            ratio = _energy_without_noc(result, name)
+            if name.startswith("conv1"):
+                assert ratio == pytest.approx(0.681, abs=0.005), name
+            else:
+                assert abs(ratio - 1) <= 0.05, (name, ratio)
+
+
+@pytest.mark.parametrize(("run", "name", "ratio"), [
+    ("alexnet", "pool2_a", 0.488), ("alexnet", "conv3_a", 1.501), ("alexnet", "fc1", 1.236),
+    ("mlp_s", "fc1", 0.516), ("mlp_s", "fc2", 0.050), ("mlp_s", "fc3", 0.089)])
+def test_noc_hops_differ_by_the_hop_model(alexnet, mlp_s, run, name, ratio):
+    """kapla charges DRAM traffic its mean distance to the nearest channel and
+    forwarded data the distance between regions; nn_dataflow sums distances
+    from each data range's home, set by the producer's partition."""
+    result = {"alexnet": alexnet, "mlp_s": mlp_s}[run]
+    assert ratios(result, name)["hops"] == pytest.approx(ratio, abs=0.005)
+
+
+def test_conv1_differs_by_its_folds_alone(alexnet):
+    r = ratios(alexnet, "conv1_a")
+    assert (round(r["time"], 3), round(r["GBUF"], 3), round(r["ITCN"], 3)) == (0.637, 0.5, 0.591)
