@@ -30,6 +30,7 @@ import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT_MASK, Kind, TensorRole, footprints
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Nests, from_schemes
@@ -174,8 +175,8 @@ def streamed_window(block: np.ndarray) -> np.ndarray:
     unit's outputs stream through it (counting ``regf_holds: window``):
     one output's partial sums and the filter window of input it reads."""
     out = np.array(block, dtype=np.int64)
-    out[..., DIM_INDEX["Y"]] = 1
-    out[..., DIM_INDEX["X"]] = 1
+    for d in STREAMED_DIMS:
+        out[..., DIM_INDEX[d]] = 1
     return out
 
 

@@ -319,7 +319,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     reads[c, r] += writebacks + rotated + reduced
                 if spans_node:
                     hops[r] += (parent_side if written else into_nodes) * distance
-            # the buses below the node level deliver on-chip data as any other
+            # the buses between the two holders (for on-chip data: below the node level)
             for j in range(c, p):
                 lvl = hw.levels[j]
                 if lvl.bus is None:

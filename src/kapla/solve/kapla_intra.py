@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
+from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
@@ -450,7 +451,8 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         c0 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(arr.mu))]
         g0 = [np.minimum(c * row(arr.s0[:, i]), full[i]) for i, c in enumerate(c0)]
         fp_c, fp_g = _footprints_of(c0, layer), _footprints_of(g0, layer)
-        fp_held = _footprints_of(_held_extents(c0, arch), layer)
+        held = _held_extents(c0, arch)
+        fp_held = fp_c if held is c0 else _footprints_of(held, layer)
         words = sum(fp_held[r.kind] * r.copies for r in roles)
         # loops outermost first: T's dims, the others, then the mapping's inner loops
         order_counts = [fam.counts[j] for j in fam.outer + fam.inner] + [row(arr.in0[:, i]) for i in in_dims]
@@ -474,7 +476,7 @@ def _held_extents(extents: list, arch: ArchSpec) -> list:
     if arch.counting.regf_holds != "window":
         return extents
     held = list(extents)
-    for d in ("Y", "X"):
+    for d in STREAMED_DIMS:
         held[_IDX[d]] = np.ones_like(held[_IDX[d]])
     return held
 

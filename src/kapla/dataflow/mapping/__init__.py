@@ -63,6 +63,11 @@ def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
     return [streamed_rows(m) for m in mappings] if stream_rows else mappings
 
 
+#: The output dims a PE streams through itself when its register file is
+#: counted by its sliding window (counting ``regf_holds: window``).
+STREAMED_DIMS = ("Y", "X")
+
+
 def streamed_rows(mapping: PeMapping) -> PeMapping:
     """``mapping`` with the output rows its PEs slide over (its fixed loops
     over ``Y`` and ``X``) taken into the unit block: the rows are one step of
@@ -73,7 +78,7 @@ def streamed_rows(mapping: PeMapping) -> PeMapping:
     unit = dict(mapping.unit)
     kept = []
     for lp in mapping.inner:
-        if lp.dim in ("Y", "X"):
+        if lp.dim in STREAMED_DIMS:
             unit[lp.dim] = unit.get(lp.dim, 1) * lp.count
         else:
             kept.append(lp)
@@ -111,4 +116,4 @@ def fold(extent: int, units: int) -> tuple[int, int]:
     folds = -(-extent // units)
     return -(-extent // folds), folds
 
-__all__ = ["PeMapping", "covered_extents", "fold", "pe_mappings", "relaxed", "streamed_rows"]
+__all__ = ["STREAMED_DIMS", "PeMapping", "covered_extents", "fold", "pe_mappings", "relaxed", "streamed_rows"]
