@@ -337,6 +337,11 @@ class Counting(_Frozen):
     gbuf_side: Literal["both", "pe_side"] = "both"
     regf_holds: Literal["unit", "window"] = "unit"
 
+    @property
+    def streams_rows(self) -> bool:
+        """PEs stream their output rows (``regf_holds: window``)."""
+        return self.regf_holds == "window"
+
 
 def _canonical_unroll(text: str) -> str:
     try:

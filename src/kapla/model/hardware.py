@@ -199,7 +199,7 @@ def hardware(arch: ArchSpec) -> Hardware:
         per_node_dram=arch.counting.dram_reads == "per_node",
         psums_through_dram=arch.counting.partial_sums == "through_dram",
         gbuf_pe_side=arch.counting.gbuf_side == "pe_side",
-        regf_window=arch.counting.regf_holds == "window",
+        regf_window=arch.counting.streams_rows,
     )
 
 

@@ -473,7 +473,7 @@ def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
 def _held_extents(extents: list, arch: ArchSpec) -> list:
     """The register block's extents a PE holds (:func:`kapla.model.rules.streamed_window`
     under counting ``regf_holds: window``)."""
-    if arch.counting.regf_holds != "window":
+    if not arch.counting.streams_rows:
         return extents
     held = list(extents)
     for d in STREAMED_DIMS:

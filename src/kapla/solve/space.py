@@ -207,12 +207,11 @@ def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodeP
     is left of each dimension loops at the top (:func:`kapla.model.rules.coverage`),
     with that remainder per block dim."""
     full = layer_dims(layer, batch)
-    streams = arch.counting.regf_holds == "window"
     pairs = []
     for part in node_partitions(layer, batch, arch.node_array):
         f = part.factors
         node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
-        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array, streams):
+        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array, arch.counting.streams_rows):
             covered = mapping.covered()
             pairs.append((part, mapping, tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)))
     if not pairs:

@@ -64,7 +64,7 @@ def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[s
     array = arch.levels[level].array
     if unroll.kind == "template":
         assert unroll.template is not None
-        mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.regf_holds == "window")
+        mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.streams_rows)
         if not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
             # whole rows or filters do not fit: strips and partial filters, left to loop blocking
             mappings = [v for m in mappings for v in [m] + relaxed(m)]
