@@ -23,9 +23,9 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.model import evaluate
-from kapla.solve.batch import enumerate_and_cost, enumerate_blockings
-from kapla.solve.exhaustive import _blockings
-from kapla.solve.space import skeletons
+from kapla.search.layer.exhaustive.solver import _blockings
+from kapla.space.layer.batch import enumerate_and_cost, enumerate_blockings
+from kapla.space.layer.skeletons import skeletons
 from kapla.workload.zoo import get_network
 
 CASES = [

@@ -5,7 +5,7 @@ Run: python benchmarks/compare_sweep.py [--archs NAME,...] [--nets NAME,...] [--
                                         [--jobs N]
 
 Each case runs every solver on the same network and hardware through
-``kapla.compare``; the budgeted solvers (exhaustive, random, ml) get
+``kapla.explore.compare``; the budgeted solvers (exhaustive, random, ml) get
 ``--budget`` seconds each, so on large networks they end ``budget``, which
 is printed as such. One line per case: each solver's status, its energy over
 the best finished run, and whether every finished schedule is valid (the
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from kapla.compare import OK, compare
 from kapla.errors import KaplaError
+from kapla.explore.compare import OK, compare
 from kapla.workload.zoo import ZOO
 
 

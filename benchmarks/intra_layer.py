@@ -38,9 +38,9 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.model import evaluate
-from kapla.solve.base import shape_key
-from kapla.solve.exhaustive import ExhaustiveIntraSolver
-from kapla.solve.kapla_intra import KaplaIntraSolver
+from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
+from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.space.problem import shape_key
 from kapla.workload.zoo import get_network
 
 NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_s", "mlp_m", "mlp_l")
@@ -167,7 +167,10 @@ _BASELINE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1] + "/benchmarks")
 from intra_layer import CONFIGS, arch_of, distinct_layers
-from kapla.solve.kapla_intra import KaplaIntraSolver
+try:
+    from kapla.search.layer.kapla import KaplaIntraSolver
+except ImportError:  # a revision before the search/ layout
+    from kapla.solve.kapla_intra import KaplaIntraSolver
 out = {}
 for config in sys.argv[2].split(","):
     if config not in CONFIGS:  # a configuration this revision's benchmark does not know

@@ -7,7 +7,7 @@ Run: python benchmarks/kapla_eval.py [--study solvers|hardware|pruning|topk]
                                      [--json DIR]
 
 For every (hardware, batch, mode) case and network, the solvers run one
-after the other on the same network and hardware (``kapla.compare``): one
+after the other on the same network and hardware (``kapla.explore.compare``): one
 line per run as it finishes, then per case a table of energies normalised to
 S where S finished within ``--budget`` seconds (else to the best run), and
 of solver seconds with K's speed-ups, beside the paper's claims. A run that
@@ -45,8 +45,8 @@ import yaml
 import kapla
 from kapla.arch import parse_arch
 from kapla.cli.common import progress_bar
-from kapla.compare import OK, Comparison, compare, plot
-from kapla.solve.store import LayerStore
+from kapla.explore.compare import OK, Comparison, compare, plot
+from kapla.scheduling.store import LayerStore
 
 # The paper's headline claims (KAPLA, Sec. VI), printed beside the measurements.
 PAPER = {

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 import kapla
-from kapla.solve.network import SearchBudgetExceeded
+from kapla.search.network.tangram.scheduler import SearchBudgetExceeded
 
 NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_l", "lstm_l")
 
@@ -156,7 +156,7 @@ def part_two(console: Console) -> None:
             row(f"{level} accesses (words)", levels.get(level, 0.0), words)
         row("NoC (word-hops)", sum(lr.cost.noc_hops for lr in result.layers), ref["noc"])
         console.print(table)
-        console.print(f"segments: {[list(s) for s in result.segments]}; pinned: {result.extra.get('pinned')}")
+        console.print(f"segments: {[list(s) for s in result.segments]}; pinned: {result.pinned}")
 
 
 def sweep(console: Console) -> None:
@@ -173,7 +173,7 @@ def sweep(console: Console) -> None:
                 t0 = time.perf_counter()
                 r = kapla.schedule(name, arch, batch=batch, training=training)
                 row = (name, arch, str(batch), "training" if training else "inference", f"{r.energy_j * 1e3:.3f}",
-                       f"{r.time / 1e6:.3f}", str(len(r.segments)), "yes" if r.extra.get("pinned") else "no",
+                       f"{r.time / 1e6:.3f}", str(len(r.segments)), "yes" if r.pinned else "no",
                        f"{time.perf_counter() - t0:.1f}", "yes" if r.valid else "NO")
                 failures += not r.valid
                 console.print("  ".join(row), highlight=False)

@@ -15,11 +15,12 @@ from typing import Any
 from kapla.arch import load_arch
 from kapla.arch.spec import ArchSpec
 from kapla.model.objective import objective_of
-from kapla.solve.network import Progress, schedule_network
-from kapla.solve.registry import SOLVERS, accepted_options, make_solver
-from kapla.solve.result import ScheduleResult
-from kapla.solve.store import LayerStore
-from kapla.solve.workers import check_jobs
+from kapla.scheduling.run import run
+from kapla.scheduling.store import LayerStore
+from kapla.scheduling.workers import check_jobs
+from kapla.search.base import Progress
+from kapla.search.result import ScheduleResult
+from kapla.space.options import SearchOptions
 from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
@@ -50,27 +51,18 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     hardware allows them (every layer then forms its own segment). ``jobs``
     worker processes solve layers in parallel (default: one per CPU, at most
     4; 1 runs everything in this process); the result does not depend on it.
-    ``store`` (a file, or an open :class:`~kapla.solve.store.LayerStore`) keeps
+    ``store`` (a file, or an open :class:`~kapla.scheduling.store.LayerStore`) keeps
     every finished layer solve on disk: a run stopped at any point and started
     again with the same store resumes without solving a layer twice.
     """
     objective_of(objective)
     net = resolve_network(network, batch, training)
     hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch))
-    if not pipelining:
-        hw = hw.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
-    if not buffer_sharing:
-        hw = hw.with_options(buffer_sharing=False)
     check_jobs(jobs)
-    options = dict(solver_options or {})
-    if solver in SOLVERS:
-        accepted = accepted_options(solver)
-        if "top_k" in accepted:
-            options.setdefault("top_k", top_k)
-    strategy, intra = make_solver(solver, options, budget=time_budget)
+    search = SearchOptions(pipelining, buffer_sharing, top_k)
     if store is None or isinstance(store, LayerStore):
-        return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs,
-                                store=store)
+        return run(net, hw, solver, options=solver_options, objective=objective, search=search,
+                   time_budget=time_budget, jobs=jobs, progress=progress, store=store)
     with LayerStore(store) as opened:
-        return schedule_network(net, hw, intra, objective, strategy=strategy, progress=progress, jobs=jobs,
-                                store=opened)
+        return run(net, hw, solver, options=solver_options, objective=objective, search=search,
+                   time_budget=time_budget, jobs=jobs, progress=progress, store=opened)

@@ -4,7 +4,7 @@ no-scheme (never a budget run reported as a result), JSON and a plot."""
 import json
 
 import kapla
-from kapla.compare import compare
+from kapla.explore.compare import compare
 from tests.cli.test_schedule_cli import run
 
 

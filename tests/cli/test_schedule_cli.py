@@ -143,7 +143,7 @@ def test_an_unwritable_json_target_is_refused_before_solving(monkeypatch):
 def test_a_budget_for_a_solver_without_one_says_so():
     result = run("schedule", "mlp_s", "--budget", "5")
     assert result.exit_code == 2
-    assert "error: solver 'kapla' takes no time budget (solvers that do: exhaustive, random, ml)" in result.output
+    assert "error: solver 'kapla' takes no time budget (solvers that do: exhaustive, ml, random)" in result.output
 
 
 def test_the_summary_of_alexnet_fits_one_screen_before_any_directive():

@@ -19,8 +19,8 @@ from kapla.model import evaluate
 from kapla.model.hardware import hardware
 from kapla.model.nests import from_schemes
 from kapla.model.traffic import traffic
-from kapla.solve.batch import enumerate_and_cost
-from kapla.solve.space import build_scheme, skeletons
+from kapla.space.layer.batch import enumerate_and_cost
+from kapla.space.layer.skeletons import build_scheme, skeletons
 from kapla.workload.zoo import get_network
 
 REFERENCE_FC3_DRAM = 321_920 * 25.6  # segment time x DRAM words per cycle

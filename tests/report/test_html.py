@@ -55,9 +55,9 @@ def test_the_numbers_are_the_results(result):
 
 
 def test_a_comparison_page_shows_each_run(result):
-    import kapla.compare
+    import kapla.explore.compare
 
-    doc = kapla.compare.compare("mlp_s", "edge", ["exhaustive", "kapla"], batch=1, jobs=1).to_dict()
+    doc = kapla.explore.compare.compare("mlp_s", "edge", ["exhaustive", "kapla"], batch=1, jobs=1).to_dict()
     page = render(doc)
     values = [float(v) for v in re.findall(r'class="energy" data-value="([^"]+)"', page)]
     assert values == pytest.approx([doc["results"][s]["energy_j"] for s in ("exhaustive", "kapla")], rel=1e-8)

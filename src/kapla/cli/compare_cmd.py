@@ -17,9 +17,9 @@ from kapla.cli.common import (
 )
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
-from kapla.compare import OK, Comparison, check_solvers, compare, plot
 from kapla.errors import KaplaError
-from kapla.solve.base import OBJECTIVES
+from kapla.explore.compare import OK, Comparison, check_solvers, compare, plot
+from kapla.model.objective import OBJECTIVES
 from kapla.workload.load import load_network
 
 

@@ -23,9 +23,9 @@ from kapla.cli.common import (
 from kapla.cli.report_cmd import write_report
 from kapla.dataflow.listing import format_scheme
 from kapla.errors import KaplaError
+from kapla.model.objective import OBJECTIVES
 from kapla.report.plots import plot_schedule
-from kapla.solve.base import OBJECTIVES
-from kapla.solve.registry import SOLVERS
+from kapla.scheduling.registry import solver_names
 from kapla.workload.load import load_network
 
 
@@ -36,7 +36,7 @@ from kapla.workload.load import load_network
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
-@click.option("--solver", type=click.Choice(sorted(SOLVERS)), default="kapla", show_default=True,
+@click.option("--solver", type=click.Choice(sorted(solver_names())), default="kapla", show_default=True,
               help="A registered solver (`kapla solvers` lists them): kapla: pruned inter-layer search + KAPLA "
                    "intra-layer solver; exhaustive: every inter-layer scheme, exhaustive intra-layer search "
                    "(slow; see --budget).")
@@ -98,7 +98,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
         if directives:
             for lr in result.layers:
                 console.print(format_scheme(lr.scheme), markup=False, highlight=False)
-    if result.extra.get("stopped", {}).get("by") == "interrupt":
+    if result.stopped is not None and result.stopped.by == "interrupt":
         sys.exit(EXIT_INTERRUPTED)
 
 
@@ -120,9 +120,9 @@ def _print_summary(result, arch) -> None:
     console.print(f"time {result.time:,.0f} cycles ({result.time / arch.frequency_hz * 1e3:.3f} ms at "
                   f"{arch.clock_mhz:g} MHz); solver {result.solver_seconds:.2f} s; "
                   f"{'valid' if result.valid else 'INVALID'}", markup=False)
-    if result.extra.get("pinned"):
+    if result.pinned:
         console.print(f"weights pinned on chip (loaded once before the runs: "
-                      f"{result.extra['pinned_load_j'] * 1e3:.3f} mJ, not included)", markup=False)
+                      f"{result.pinned_load_j * 1e3:.3f} mJ, not included)", markup=False)
     counts = result.extra.get("inter_layer_schemes")
     if counts:
         console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()), markup=False)
@@ -130,9 +130,8 @@ def _print_summary(result, arch) -> None:
     if stored:
         console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
                       f"{stored['solved']:,} solved and recorded", soft_wrap=True, markup=False)
-    stopped = result.extra.get("stopped")
-    if stopped is not None:
-        console.print(f"INCOMPLETE: {stopped['reason']}", markup=False, soft_wrap=True)
+    if result.stopped is not None:
+        console.print(f"INCOMPLETE: {result.stopped.reason}", markup=False, soft_wrap=True)
 
 
 def _print_layers(result, arch) -> None:
@@ -164,12 +163,11 @@ def parse_options(items: tuple[str, ...]) -> dict[str, object]:
 
 
 def _print_segments(result) -> None:
-    details = result.extra.get("segment_details", [])
     table = Table(title="segments")
     for col in ("#", "layers", "layout", "batch groups", "energy (mJ)", "time (cycles)"):
         table.add_column(col, justify="left" if col in ("layers", "layout") else "right")
-    for i, seg in enumerate(details):
-        slots = " | ".join(" ".join(slot) for slot in seg["slots"])
-        table.add_row(str(i), slots, seg["layout"], str(seg["groups"]), f"{seg['energy_j'] * 1e3:.3f}",
-                      f"{seg['time_cycles']:,.0f}")
+    for i, seg in enumerate(result.segment_details):
+        slots = " | ".join(" ".join(slot) for slot in seg.slots)
+        table.add_row(str(i), slots, seg.layout, str(seg.groups), f"{seg.energy_j * 1e3:.3f}",
+                      f"{seg.time_cycles:,.0f}")
     console.print(table)

@@ -66,7 +66,7 @@ class ToolFigures:
 
 
 def _cycles(time: float) -> int:
-    """Whole cycles, a partly used one counted, as kapla.solve.result.cycles (interop does not import solve)."""
+    """Whole cycles, a partly used one counted, as kapla.search.result.cycles (interop does not import solve)."""
     return math.ceil(time - 1e-9)
 
 

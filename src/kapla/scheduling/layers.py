@@ -1,0 +1,136 @@
+"""The layer service every network scheduler uses: a layer solver's answers by
+key and objective, cached for the run, kept in an on-disk
+:class:`~kapla.scheduling.store.LayerStore` when one is open, and solved in
+worker processes that a budget or Ctrl-C can stop (the
+:class:`~kapla.search.base.LayerService` interface)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.scheduling.store import LayerStore, scope_of
+from kapla.scheduling.workers import stop_workers
+from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
+
+_POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
+
+
+@dataclass
+class LayerCache:
+    """Layer solves by key: in memory, and in ``store`` under ``scope`` if given."""
+
+    scope: str = ""
+    store: LayerStore | None = None
+    solved: dict[Hashable, LayerScheme | None] = field(default_factory=dict)
+    reused: int = 0  # solves this run took from the store
+    new: int = 0  # solves this run made
+
+    def __contains__(self, key: Hashable) -> bool:
+        if key in self.solved:
+            return True
+        if self.store is None or (self.scope, key) not in self.store:
+            return False
+        self.solved[key] = self.store.get(self.scope, key)
+        self.reused += 1
+        return True
+
+    def __getitem__(self, key: Hashable) -> LayerScheme | None:
+        if key not in self:
+            raise KeyError(key)
+        return self.solved[key]
+
+    def put(self, key: Hashable, solved: Solved) -> None:
+        """Record a solve; one its time budget cut short is kept for this run only, never stored."""
+        scheme, complete = solved
+        self.solved[key] = scheme
+        self.new += 1
+        if self.store is not None and complete:
+            self.store.put(self.scope, key, scheme)
+
+
+class LayerService:
+    """One layer solver's solves on one hardware, per objective (a cache each,
+    under the store scope of solver, hardware and objective), in ``pool``'s
+    workers when there is a pool."""
+
+    def __init__(self, solver: IntraSolver, arch: ArchSpec, pool: Executor | None = None,
+                 store: LayerStore | None = None) -> None:
+        self.solver = solver
+        self.arch = arch
+        self.pool = pool
+        self.store = store
+        self.caches: dict[str, LayerCache] = {}
+
+    def cache(self, objective: str) -> LayerCache:
+        if objective not in self.caches:
+            self.caches[objective] = LayerCache(scope_of(self.solver, self.arch, objective), self.store)
+        return self.caches[objective]
+
+    def known(self, key: Hashable, objective: str) -> bool:
+        return key in self.cache(objective)
+
+    def get(self, key: Hashable, objective: str) -> LayerScheme | None:
+        return self.cache(objective)[key]
+
+    def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
+              progress: LayerProgress | None = None, check: Check | None = None) -> None:
+        solve = partial(solve_layer, self.solver)
+        total = len(jobs)
+        if self.pool is None or (total <= 1 and check is None):
+            for n, (key, (problem, objectives)) in enumerate(jobs.items()):
+                if check is not None:
+                    check()
+                self._put(key, objectives, solve(problem, objectives))
+                if progress is not None:
+                    progress(n + 1, total)
+            return
+        pending = {self.pool.submit(solve, problem, objectives): (key, objectives)
+                   for key, (problem, objectives) in jobs.items()}
+        done = 0
+        left = None if check is None else check()
+        while pending:
+            timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
+            finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            for future in finished:
+                self._put(*pending.pop(future), future.result())
+                done += 1
+            if finished and progress is not None:
+                progress(done, total)
+            if check is not None and pending:
+                left = check()
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            stop_workers(self.pool)
+
+    def solved_count(self) -> int:
+        return len({key for cache in self.caches.values() for key in cache.solved})
+
+    @property
+    def reused(self) -> int:
+        return sum(c.reused for c in self.caches.values())
+
+    @property
+    def new(self) -> int:
+        return sum(c.new for c in self.caches.values())
+
+    def _put(self, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
+        for objective, one in zip(objectives, solved, strict=True):
+            self.cache(objective).put(key, one)
+
+
+def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
+    """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.run_each`)."""
+    if problem is None:  # no buffer left for the layer's own blocks
+        return [(None, True)] * len(objectives)
+    return [(None, True) if isinstance(result, NoSchemeError) else (result.scheme, result.complete)
+            for result in solver.run_each(problem, objectives)]
+
+
+__all__ = ["LayerCache", "LayerService", "solve_layer"]

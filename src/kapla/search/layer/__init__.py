@@ -1,0 +1,1 @@
+"""Layer solvers, one package each; found by name through the registry (:mod:`kapla.scheduling.registry`)."""

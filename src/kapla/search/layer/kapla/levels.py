@@ -1,0 +1,318 @@
+"""KAPLA's bottom-up cost descent (Sec. IV-C, Algorithm 1) over any memory hierarchy.
+
+The classic three-level hierarchy (registers, node buffer, DRAM) has its own,
+finely tuned implementation (:mod:`kapla.search.layer.kapla.classic`); this one works
+level by level on the frames of :mod:`kapla.space.layer.frames`, so depth, bypassed
+tensors and per-tensor buffers come for free:
+
+1. **frames** are ranked by the cost of one canonical blocking each (the
+   smallest blocks below, everything left looping at the top), all costed
+   by the cost model;
+2. on the best ``top`` frames, from the registers out:
+
+   * *unit*: every register block that fits level 0 is costed with everything
+     else one level up, under each choice of innermost level-0 loop; the best
+     ``beam`` go on;
+   * *each middle level*: every count of its loops that keeps the next
+     level's block within its buffers, under every distinct loop order,
+     with what is left looping at the top; the best ``beam`` go on;
+   * *the top two levels together*: every split of what is left between them
+     that fits, under every pair of distinct loop orders, with the segment's
+     feed: the best valid blocking is the frame's answer.
+
+Candidates are costed in batches by :func:`kapla.model.cost.evaluate_nests`
+and checked against every buffer before they can win.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import DIMS
+from kapla.model.evaluate import evaluate
+from kapla.model.objective import better
+from kapla.search.base import IntraResult, Outcome, memoised
+from kapla.space.layer.diagnose import feed_unmet, no_scheme
+from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows
+from kapla.space.layer.layer_space import Found, LayerSpace
+from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, innermost_orders
+from kapla.space.problem import NoSchemeError, Problem
+
+ND = len(DIMS)
+_ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
+
+
+@dataclass
+class _State:
+    """A blocking grown up to some level: unit factors, and counts and orders of the levels done."""
+
+    unit: np.ndarray  # (8,)
+    counts: list[np.ndarray]  # per level done, (8,)
+    orders: list[np.ndarray]  # per level done, (8,) permutation
+    left: np.ndarray  # (8,) what the levels above must still cover
+
+
+def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16) -> tuple[LayerScheme | None, int]:
+    """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
+    return solve_levels_each(problem, (problem.objective,), top, beam, refine)[0]
+
+
+def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3,
+                      refine: int = 16) -> list[tuple[LayerScheme | None, int]]:
+    """:func:`solve_levels` under each objective: the frames and their ranking
+    (by energy, whatever the objective) are shared, each objective descending on its own."""
+    space = LayerSpace(problem)
+    if not len(space):
+        return [(None, 0)] * len(objectives)
+    ranked, ranking = _rank(space, top, refine, beam)
+    spaces = {objective: space.under(objective) for objective in objectives}
+    evaluated = dict.fromkeys(objectives, ranking)
+    best: dict[str, Found | None] = dict.fromkeys(objectives)
+    going = list(spaces)  # the objectives still descending
+    for i, states in ranked:
+        # frame by frame, each objective's descent in turn: they share the steps
+        # where their states agree, kept only while this frame is searched
+        memo: dict = {}
+        if states is None:  # past the frames ranked best: an objective that found a scheme stops
+            going = [objective for objective in going if best[objective] is None]
+            if not going:
+                break
+            states, _, count = _register_blocks(space, i, beam)
+            for objective in going:
+                evaluated[objective] += count
+        for objective in going:
+            found, count = _descend(spaces[objective], i, states, beam, memo)
+            evaluated[objective] += count
+            now = best[objective]
+            if found is not None and (now is None or better(found.key, now.key)):
+                best[objective] = found
+    return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
+
+
+def _scheme(found: Found | None) -> LayerScheme | None:
+    return None if found is None else found.scheme
+
+
+def solve_any(problem: Problem) -> IntraResult:
+    """:func:`solve_levels` as an intra-layer solver's result (NoSchemeError if nothing is valid)."""
+    found = solve_any_each(problem, (problem.objective,))[0]
+    if isinstance(found, NoSchemeError):
+        raise found
+    return found
+
+
+def solve_any_each(problem: Problem, objectives: Sequence[str]) -> list[Outcome]:
+    """:func:`solve_any` under each objective (:func:`solve_levels_each`): the result, or why there is none."""
+    start = time.perf_counter()
+    layer, batch, arch = problem.layer, problem.batch, problem.arch
+    out: list[Outcome] = []
+    for scheme, evaluated in solve_levels_each(problem, objectives):
+        if scheme is None:
+            if problem.fed is not None and evaluated:
+
+                out.append(feed_unmet(layer, batch, arch, problem.feed, evaluated))
+            else:
+                out.append(no_scheme(layer, batch, arch))
+            continue
+        cost = evaluate(scheme, arch, problem.feed)
+        out.append(IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start))
+        start = time.perf_counter()
+    return out
+
+
+def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tuple[int, list[_State] | None]], int]:
+    """The frames to descend, in order, each with its best register blocks, and
+    the candidates costed. Frames are ranked by the energy of their canonical
+    blocking (smallest blocks, the rest at the top); the first ``refine`` are
+    re-ranked by their best register block's energy. The best ``top`` of either
+    ranking are descended; the others follow (blocks None), for when none of
+    those has a valid scheme."""
+    values = []
+    for i in range(len(space)):
+        ev = space.evaluator(i)
+        values.append(float(ev.costs(_canonical(ev), rules=False).total[0]))
+    order = sorted(range(len(space)), key=lambda i: values[i])
+    evaluated = len(space)
+    blocks: dict[int, list[_State]] = {}
+    refined = []
+    for i in order[:refine]:
+        blocks[i], energy, count = _register_blocks(space, i, beam)
+        evaluated += count
+        refined.append((energy, i))
+    refined.sort()
+    first = list(dict.fromkeys([i for _, i in refined[:top]] + order[:top]))
+    chosen = set(first)
+    rest = [i for i in order if i not in chosen]
+    return [(i, blocks[i]) for i in first] + [(i, None) for i in rest], evaluated
+
+
+def _canonical(ev: FrameEvaluator) -> Blockings:
+    n = ev.levels
+    counts = [np.ones((1, ND), np.int64) for _ in range(n)]
+    counts[-1] = np.array([ev.frame.rest], dtype=np.int64)
+    ident = np.arange(ND, dtype=np.int64)[None, :]
+    return Blockings(np.ones((1, ND), np.int64), tuple(counts), np.zeros(1, np.int64), tuple([ident] * n))
+
+
+def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndarray, n: int,
+               orders_here: list[np.ndarray], top_orders: list[np.ndarray] | None = None
+               ) -> tuple[Blockings, np.ndarray]:
+    """Candidates extending ``states`` (``src`` picks the state of each factor row)
+    with loop counts ``taken`` at ``level`` and the rest at the top; each factor
+    row tried under each of its ``orders_here`` (and ``top_orders``)."""
+    F = len(src)
+    unit = np.stack([states[s].unit for s in src])
+    left = np.stack([states[s].left for s in src]) // taken
+    counts = []
+    for lvl in range(n):
+        if lvl < level:
+            counts.append(np.stack([states[s].counts[lvl] for s in src]))
+        elif lvl == level:
+            counts.append(taken if level < n - 1 else taken * left)
+        elif lvl == n - 1:
+            counts.append(left)
+        else:
+            counts.append(np.ones((F, ND), np.int64))
+    rows: list[int] = []
+    ords: list[list[np.ndarray]] = [[] for _ in range(n)]
+    ident = np.arange(ND, dtype=np.int64)
+    for f in range(F):
+        here = orders_here[f]
+        tops = top_orders[f] if top_orders is not None else ident[None, :]
+        for a, b in itertools.product(range(len(here)), range(len(tops))):
+            rows.append(f)
+            for lvl in range(n):
+                if lvl < level:
+                    ords[lvl].append(states[src[f]].orders[lvl])
+                elif lvl == level:
+                    ords[lvl].append(here[a])
+                elif lvl == n - 1:
+                    ords[lvl].append(tops[b])
+                else:
+                    ords[lvl].append(ident)
+    found = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
+                      tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
+    return found, left
+
+
+def _register_blocks(space: LayerSpace, index: int, beam: int) -> tuple[list[_State], float, int]:
+    """The frame's best ``beam`` register blocks (every block that fits level 0
+    and leaves room above, costed with everything else one level up under each
+    innermost loop there), the least energy among them (inf: none fits), and
+    the candidates costed."""
+    ev = space.evaluator(index)
+    rest = np.array(ev.frame.rest, dtype=np.int64)
+    _, units = split_rows(rest[None, :], ev.frame.dims)
+    units = units[ev.fits_above(0, units, ())]
+    if len(units) == 0:
+        return [], math.inf, 0
+    states = [_State(u, [], [], rest // u) for u in units]
+    if ev.levels == 1:
+        return states, 0.0, 0
+    lefts = rest[None, :] // units
+    b, _ = _blockings(states, 0, lefts, np.arange(len(states)), ev.levels, [innermost_orders(x, ND) for x in lefts])
+    # the block one level up holds everything left: its own buffers are judged later
+    costs = ev.costs(b, rules=False)
+    energy = np.full(len(states), np.inf)
+    np.minimum.at(energy, b.rows, costs.total)
+    keep = np.argsort(energy, kind="stable")[:beam]
+    return [states[i] for i in keep], float(energy[keep[0]]), len(b)
+
+
+def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
+             memo: dict | None = None) -> tuple[Found | None, int]:
+    """The frame's best blocking grown from its register blocks ``states``, and
+    the candidates costed. ``memo`` keeps each step's candidates and costs,
+    which do not depend on the objective: the descents of several objectives
+    on one space share the steps where their states agree."""
+    memo = {} if memo is None else memo
+    objective = space.objective
+    evaluated = 0
+    if not states:
+        return None, evaluated
+
+    # ---- middle levels, one at a time, the rest at the top
+    for level in range(0, space.evaluator(index).levels - 2):
+        step = memoised(memo, ("middle", index, level, _states_key(states)), _middle, space, index, states, level)
+        if step is None:
+            return None, evaluated
+        src, taken, b, left, costs = step
+        evaluated += len(b)
+        order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * _ROWS_PER_STATE]
+        nxt, seen = [], set()
+        for i in order:
+            f = b.rows[i]
+            if f in seen:
+                continue
+            seen.add(f)
+            s = states[src[f]]
+            nxt.append(_State(s.unit, s.counts + [taken[f]], s.orders + [b.orders[level][i]], left[f]))
+            if len(nxt) == beam:
+                break
+        states = nxt
+
+    # ---- the top two levels together (the top alone on a one-level chip), with the feed
+    top = memoised(memo, ("top", index, _states_key(states)), _top, space, index, states)
+    if top is None:
+        return None, evaluated
+    b, costs = top
+    return space.best(index, b, costs), evaluated + len(b)
+
+
+def _states_key(states: list[_State]) -> tuple[bytes, ...]:
+    return tuple(b"".join(a.tobytes() for a in (s.unit, *s.counts, *s.orders, s.left)) for s in states)
+
+
+def _middle(space: LayerSpace, index: int, states: list[_State], level: int):
+    """A middle level's candidates from ``states`` and their costs: (the state of
+    each factor row, its loop counts here, the blockings, what is left above,
+    their costs), or None if no count fits."""
+    ev = space.evaluator(index)
+    n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
+    src, taken = split_rows(np.stack([s.left for s in states]), dims)
+    cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
+    # the next level's block fits, and leaves room for every level above
+    ok = ev.fits_above(level + 1, np.stack([states[s].unit for s in src]),
+                       [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
+    src, taken = src[ok], taken[ok]
+    if len(src) == 0:
+        return None
+    b, left = _blockings(states, level, taken, src, n, list(order_classes(layer, taken)))
+    return src, taken, b, left, ev.costs(b, rules=False)
+
+
+def _top(space: LayerSpace, index: int, states: list[_State]):
+    """The top two levels' candidates from ``states`` (the top alone on a
+    one-level chip) and their costs under the feed, or None if no split fits."""
+    ev = space.evaluator(index)
+    n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
+    level = max(n - 2, 0)
+    if n == 1:
+        src = np.arange(len(states))
+        taken = np.stack([s.left for s in states])
+        b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
+        return b, space.score(index, b)
+    src, taken = split_rows(np.stack([s.left for s in states]), dims)
+    unit_rows = np.stack([states[s].unit for s in src])
+    counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
+    ok = ev.fits(level + 1, ev.block(level + 1, unit_rows, counts_below + [taken]))
+    src, taken = src[ok], taken[ok]
+    if len(src) == 0:
+        return None
+    left = np.stack([states[s].left for s in src]) // taken
+    here = list(order_classes(layer, taken))
+    tops = list(order_classes(layer, left))
+    if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT_CANDIDATES:
+        here = [innermost_orders(t, ND) for t in taken]
+    b, _ = _blockings(states, level, taken, src, n, here, tops)
+    return b, space.score(index, b)
+
+
+__all__ = ["solve_any", "solve_any_each", "solve_levels", "solve_levels_each"]

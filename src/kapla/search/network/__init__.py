@@ -1,0 +1,1 @@
+"""Network schedulers, one package each; found by name through the registry (:mod:`kapla.scheduling.registry`)."""

@@ -1,0 +1,577 @@
+"""Whole-network scheduling: segments, layer pipelining, pruning and DP (KAPLA Sec. IV-B).
+
+The inter-layer search works on *inter-layer schemes*: a candidate segment
+(:func:`kapla.space.network.segments.segment_plans`) together with how it runs:
+
+* **layout**: spatial pipelining (each slot on its own zig-zag region sized by
+  its operations) or temporal pipelining (all layers one after another on the
+  whole array, intermediate fmaps kept in the buffers);
+* **groups** (ALLO): the batch is split into ``groups`` pieces that flow
+  through the segment one after another; every layer's outermost loop runs
+  over the pieces, so a consumer starts once its producer finished the first
+  piece and only one piece of each intermediate fmap is buffered;
+* **pinning**: when all the network's weights fit in a fraction of the chip's
+  buffers they stay there (model pinning); each node keeps its share, which
+  leaves less buffer for the layers' own blocks. A segment that is the whole
+  network may also pin by TANGRAM's rule, each slot its own weights in its
+  own region (:func:`kapla.space.network.inter.tangram_pins`).
+
+KAPLA's search then
+
+1. prunes schemes that cannot be valid: a forwarded fmap piece larger than the
+   whole buffer of the region that must hold it (conservative: never rejects a
+   scheme the intra-layer solver could make valid);
+2. estimates each survivor's cost from its compulsory traffic (:func:`estimate`);
+3. keeps, per segment, only schemes not dominated in DRAM traffic, on-chip
+   forwarding traffic and time (Pareto pruning);
+4. runs a dynamic program over the layers in topological order that keeps the
+   ``top_k`` cheapest chains of segments by estimate, under each objective's
+   order (energy; latency; EDP by its tangent at the layer-by-layer chain);
+5. solves the segments of those chains (and of the layer-by-layer chain, so
+   the result is never worse than scheduling layer by layer) with the
+   intra-layer solver and the segment evaluator, and returns the best chain.
+
+Everything up to the last comparison is the same whichever objective is asked
+for: each segment is solved once per objective (its *variants*, every layer
+with the intra-layer solver's scheme for that objective) and every variant
+and objective's order stays in the DP. The search for one objective thus
+ranks, by its objective, the very schedules a search for another ranks, and
+never returns one worse in its objective than another objective's search does.
+
+The exhaustive baseline skips 2-4: it solves every valid scheme of every
+segment exactly and keeps, by a DP on true costs, every chain no other beats
+in both energy and time, the best under any objective among them (optimal
+because segment costs add up); its layers are solved for the objective asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.segment import SegmentScheme
+from kapla.errors import KaplaError
+from kapla.model.objective import OBJECTIVES, Objective
+from kapla.model.segment import SegmentCost
+from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
+from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
+from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pins
+from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
+from kapla.space.layer.diagnose import no_scheme
+from kapla.space.network.inter import (
+    Estimate,
+    InterScheme,
+    calibration,
+    estimate,
+    inter_schemes,
+    may_fit,
+    pareto,
+    pin_reserve,
+    weight_words,
+)
+from kapla.space.network.segments import SegmentPlan, schedule_order, segment_plans
+from kapla.space.problem import NoSchemeError
+from kapla.workload.layer import Layer
+from kapla.workload.network import Network
+
+MAX_SEGMENT = 5  # stages (slots) per segment, as TANGRAM's layer_pipeline_max_degree
+
+@dataclass
+class PruneStats:
+    """How many inter-layer schemes each stage of KAPLA's search kept, in all
+    and per segment (the paper's Table VI counts one segment)."""
+
+    considered: int = 0
+    valid: int = 0
+    pareto: int = 0
+    solved: int = 0
+    #: per segment (its layers): [considered, valid, pareto]
+    by_segment: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
+
+    def count(self, layers: tuple[str, ...], stage: int) -> None:
+        self.by_segment.setdefault(layers, [0, 0, 0])[stage] += 1
+
+    def to_dict(self) -> dict[str, int]:
+        return {"considered": self.considered, "valid": self.valid, "pareto": self.pareto, "solved": self.solved}
+
+    def segments(self) -> list[dict[str, object]]:
+        return [{"layers": list(layers), "considered": c, "valid": v, "pareto": p}
+                for layers, (c, v, p) in self.by_segment.items()]
+
+
+# ---------------------------------------------------------------- the search
+
+Key = tuple[float, float]
+#: A segment's or a chain's (energy in J, time in whole cycles): both add up along a chain.
+Cost = tuple[float, float]
+#: A segment of a chain: its inter-layer scheme and the objective its layers were solved for (None: not yet).
+Step = tuple[InterScheme, str | None]
+#: A network search's best: its key, the chain's steps, their solved segments, pinned weights.
+_Best = tuple[Key, tuple[Step, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
+#: Per last layer of a segment: (its first layer, the step, its cost: true once solved, else estimated).
+Options = dict[int, list[tuple[int, Step, Cost]]]
+#: How the DP ranks chains by their summed cost (sorted ascending).
+Rank = Callable[[Cost], Key]
+
+#: Every objective a search can be asked for. KAPLA's search keeps the chains
+#: and the layer schemes a search for any of them would keep, so the one for X
+#: never returns a schedule worse in X than a search for another objective returns.
+ALL_OBJECTIVES = tuple(Objective(name) for name in OBJECTIVES)
+
+
+@dataclass(frozen=True)
+class _Chain:
+    cost: Cost  # the sum of its segments' costs
+    steps: tuple[Step, ...]
+
+
+def _add(a: Cost, b: Cost) -> Cost:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def sum_costs(costs: Iterable[Cost]) -> Cost:
+    total = (0.0, 0.0)
+    for cost in costs:
+        total = _add(total, cost)
+    return total
+
+
+def segment_cost(found: tuple[SegmentScheme, SegmentCost]) -> Cost:
+    """A solved segment's energy and time, as a schedule reports them (whole cycles)."""
+    return (found[1].total_energy, float(cycles(found[1].time)))
+
+
+def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[_Chain]:
+    """Dynamic programming over the layers: the ``k`` best chains of segments
+    covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
+    rank here is a lexicographic or linear order of the sum)."""
+    return _chains(order, options, lambda candidates: sorted(candidates, key=lambda c: rank(c.cost))[:k])
+
+
+def _chains(order: list[str], options: Options, keep: Callable[[list[_Chain]], list[_Chain]]) -> list[_Chain]:
+    """Dynamic programming over the layers: the chains covering layers
+    ``0..j`` that ``keep`` keeps of every prefix kept and segment ending at
+    ``j``; the chains kept for the whole network."""
+    best: list[list[_Chain]] = [[] for _ in order]
+    for j in range(len(order)):
+        candidates: list[_Chain] = []
+        for start, step, value in options.get(j, ()):
+            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
+            candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
+        best[j] = keep(candidates)
+    return best[-1] if order else []
+
+
+def _ranks(around: Cost | None) -> tuple[Rank, ...]:
+    """The DP's order for each objective (EDP by its tangent ``around`` a known schedule)."""
+    return tuple(partial(_additive, objective, around) for objective in ALL_OBJECTIVES)
+
+
+def _additive(objective: Objective, around: Cost | None, cost: Cost) -> Key:
+    return objective.additive(cost[0], cost[1], around)
+
+
+def _union(*lists: list[_Chain]) -> list[_Chain]:
+    """The chains of all lists, each once, in order of first appearance."""
+    seen: dict[tuple[Step, ...], _Chain] = {}
+    for chains in lists:
+        for chain in chains:
+            seen.setdefault(chain.steps, chain)
+    return list(seen.values())
+
+
+def _front_chains(order: list[str], options: Options) -> list[_Chain]:
+    """Dynamic programming over the layers keeping, for every prefix, each chain
+    no other beats in both energy and time (the Pareto front). Costs add up, so
+    a chain off the front has a prefix off it; the best chain under any
+    objective that grows with energy and time (energy, latency, EDP) is on it."""
+    return _chains(order, options, _front)
+
+
+def _front(chains: list[_Chain]) -> list[_Chain]:
+    """The chains not dominated in (energy, time); of equal costs, the first."""
+    front: list[_Chain] = []
+    for chain in sorted(chains, key=lambda c: c.cost):  # stable: equal costs keep their order
+        if not front or chain.cost[1] < front[-1].cost[1]:
+            front.append(chain)
+    return front
+
+
+MAX_ROUNDS = 6
+
+STOP_MARGIN = 0.25  # seconds a budgeted search keeps to stop its workers, cost what it solved and return
+
+
+@dataclass
+class Search:
+    """What a network strategy works with: the network's layers in order, the
+    valid inter-layer schemes of every candidate segment, and a segment solver."""
+
+    net: Network
+    arch: ArchSpec
+    objective: Objective
+    order: list[str]
+    schemes: list[tuple[int, int, InterScheme]]  # (first layer, last layer, scheme)
+    singles: list[InterScheme]  # each layer alone
+    segsolver: SegmentSolver
+    reserve: int
+    stats: PruneStats
+    progress: Progress | None
+    start: float
+    #: why the strategy stopped early (its budget ran out, or Ctrl-C), returning the best of what it solved
+    stopped: str | None = None
+    interrupted: bool = False
+
+
+class NetworkStrategy(Protocol):
+    """Chooses which segment chains of the network to solve and compare."""
+
+    name: str
+
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        """The objectives each segment's layers are solved for (a segment variant each)."""
+        ...
+
+    def chains(self, search: Search) -> list[_Chain]: ...
+
+
+class KaplaStrategy:
+    """KAPLA's pruned search (Sec. IV-B): each layer alone first (the fallback
+    chain, and the calibration of the estimates), then estimates, Pareto
+    pruning per segment and a top-``top_k`` DP per objective whose chains are
+    solved (every segment for every objective) and re-ranked until the best are
+    fully solved."""
+
+    name = "kapla"
+
+    def __init__(self, top_k: int = 4) -> None:
+        if top_k < 1:
+            raise KaplaError(f"--top-k must be at least 1, got {top_k}")
+        self.top_k = top_k
+
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        # Every objective's layer schemes, whichever is asked for: the intra-layer
+        # search for one objective can miss a scheme another's finds that is
+        # better in it too, and EDP is a product over the whole network, not a
+        # layer's; so each segment is solved for every objective (its variants).
+        return OBJECTIVES
+
+    def chains(self, search: Search) -> list[_Chain]:
+        net, arch, segsolver, stats = search.net, search.arch, search.segsolver, search.stats
+        index = {name: i for i, name in enumerate(search.order)}
+        scale = {}
+        segsolver.prefetch(search.singles)
+        for n, inter in enumerate(search.singles):
+            variants = segsolver.variants(inter)
+            if not variants:
+                raise no_scheme(net[inter.layers[0]], net.batch, arch)
+            stats.solved += 1
+            # the first variant's cost, whatever the objective: estimates must not depend on it
+            scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
+            if search.progress is not None:
+                search.progress("solving layers", n + 1, len(search.singles))
+        by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
+        spans = {}
+        for i, j, inter in search.schemes:
+            est = estimate(net, arch, inter, search.reserve, scale)
+            by_segment.setdefault(inter.layers, []).append((inter, est))
+            spans[inter.layers] = (i, j)
+        options: Options = {}
+        for layers, cands in by_segment.items():
+            kept = pareto(cands)
+            stats.pareto += len(kept)
+            for _ in kept:
+                stats.count(layers, 2)
+            i, j = spans[layers]
+            for inter, est in kept:
+                entries = options.setdefault(j, [])
+                if segsolver.is_solved(inter):
+                    entries.extend(_solved_options(i, inter, segsolver.variants(inter)))
+                else:
+                    entries.append((i, (inter, None), (est.energy, est.time)))
+        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
+        layerwise = _layerwise(singles, segsolver)
+        chains = self._refine(search, options, _ranks(layerwise[0].cost))
+        return _union(chains, layerwise)
+
+    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
+        """Solve the segments of the ``top_k`` chains under each rank, put their
+        variants with their true costs in place of the estimates (none if
+        invalid), and repeat, at most ``MAX_ROUNDS`` times, until those chains
+        hold only solved segments; then the best chains of solved segments.
+
+        Every objective's rank, whichever objective is asked for: which chains
+        are solved then does not depend on it, so the search for one objective
+        sees the chains the search for another returns (the top ``top_k`` by
+        one objective's estimate can leave out a chain that is better in it
+        once solved, e.g. one found under latency with less energy)."""
+        segsolver, order = search.segsolver, search.order
+        for round_ in range(MAX_ROUNDS):
+            chains = _union(*(_top_chains(order, options, self.top_k, rank) for rank in ranks))
+            todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
+            if not todo:
+                break
+            segsolver.prefetch(todo)
+            for n, inter in enumerate(todo):
+                search.stats.solved += 1
+                if search.progress is not None:
+                    search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
+                entries = options[order.index(inter.layers[-1])]
+                k = next(k for k, e in enumerate(entries) if e[1] == (inter, None))
+                entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
+        # the best chains of what was solved (true costs only; the single layers always are)
+        known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
+        return _union(*(_top_chains(order, known, self.top_k, rank) for rank in ranks))
+
+
+def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, Found]]) -> list[tuple[int, Step, Cost]]:
+    return [(start, (inter, objective), segment_cost(found)) for objective, found in variants]
+
+
+def _layerwise(singles: tuple[InterScheme, ...], segsolver: SegmentSolver) -> list[_Chain]:
+    """Each layer alone, under each objective's variant (a layer without a valid
+    one: its first valid variant): the chains a schedule is never worse than."""
+    chains = []
+    for objective in segsolver.objectives:
+        steps: list[Step] = []
+        costs = []
+        for inter in singles:
+            valid = dict(segsolver.variants(inter))
+            variant = objective if objective in valid else next(iter(valid))
+            steps.append((inter, variant))
+            costs.append(segment_cost(valid[variant]))
+        chains.append(_Chain(sum_costs(costs), tuple(steps)))
+    return _union(chains)
+
+
+class ExhaustiveStrategy:
+    """The baseline: every valid inter-layer scheme of every segment solved, then
+    the DP on true costs keeping the chains on the (energy, time) Pareto front
+    (segment costs add up, so the best of them is the optimum of the space
+    under any objective); ``time_budget`` seconds bound it."""
+
+    name = "exhaustive"
+
+    def __init__(self, time_budget: float | None = None) -> None:
+        self.time_budget = time_budget
+
+    def variants(self, objective: Objective) -> tuple[str, ...]:
+        # the layers' own optimum for the objective asked for (its intra-layer
+        # solver is exact); other objectives' schemes would triple its work
+        return (objective.name,)
+
+    def chains(self, search: Search) -> list[_Chain]:
+        net, segsolver = search.net, search.segsolver
+        # the layer-by-layer chain first: once it is solved, a stop still leaves a whole schedule
+        fallback = set(search.singles)
+        schemes = sorted(self.schemes(search), key=lambda s: (s[2] not in fallback, len(s[2].layers) > 1))
+
+        def check() -> float | None:
+            if self.time_budget is None:
+                return None
+            # stop a little early: terminating the workers and returning take time too
+            left = search.start + self.time_budget - STOP_MARGIN - time.perf_counter()
+            if left <= 0:
+                raise SearchBudgetExceeded(
+                    f"the {self.name} network search of '{net.name}' ran out of its {self.time_budget:g} s budget "
+                    f"after solving {segsolver.layers_solved()} layers")
+            return left
+
+        def layers_done(done: int, total: int) -> None:
+            if search.progress is not None:
+                search.progress("solving layers", done, total)
+
+        # every layer solve first, in the pool; then the segments, whose costing is cheap
+        stop: BaseException | None = None
+        try:
+            segsolver.prefetch((inter for _, _, inter in schemes), layers_done, check)
+        except (SearchBudgetExceeded, KeyboardInterrupt) as exc:
+            segsolver.stop()
+            stop = exc
+        options: Options = {}
+        hard_end = None if self.time_budget is None else search.start + self.time_budget - STOP_MARGIN / 2
+        for n, (i, j, inter) in enumerate(schemes):
+            if stop is None:
+                try:
+                    check()
+                except SearchBudgetExceeded as exc:
+                    stop = exc
+            if stop is not None:
+                # after a stop: the layer-by-layer chain always, then what was solved while time remains
+                if inter not in fallback and hard_end is not None and time.perf_counter() > hard_end:
+                    break
+                if not segsolver.solved(inter):
+                    continue
+            variants = segsolver.variants(inter)
+            search.stats.solved += 1
+            if search.progress is not None and stop is None:
+                search.progress("costing segments", n + 1, len(schemes))
+            if not variants and len(inter.layers) == 1:
+                raise self.unsolvable(net[inter.layers[0]], search)
+            options.setdefault(j, []).extend(_solved_options(i, inter, variants))
+        # every chain that can be the best under some objective: which are kept does not depend on the one asked for
+        chains = _front_chains(search.order, options)
+        if stop is not None:
+            if not chains:  # some layer was never solved: nothing whole to return
+                raise stop
+            search.interrupted = isinstance(stop, KeyboardInterrupt)
+            search.stopped = ("interrupted" if search.interrupted else str(stop)) + (
+                f"; the best schedule of the {search.stats.solved} inter-layer schemes solved of "
+                f"{len(schemes)}")
+        return chains
+
+    def schemes(self, search: Search) -> list[tuple[int, int, InterScheme]]:
+        """The inter-layer schemes to solve, with the span of layers each covers."""
+        return search.schemes
+
+    def unsolvable(self, layer: Layer, search: Search) -> KaplaError:
+        """The error for a layer that has no scheme even alone."""
+        return no_scheme(layer, search.net.batch, search.arch)
+
+
+class RandomStrategy(ExhaustiveStrategy):
+    """Random search over the inter-layer space (KAPLA Sec. V-A, baseline R):
+    every way of slicing the network into segments stays, each inter-layer
+    scheme of a segment of two or more layers is solved with probability
+    ``p``, then the DP on true costs. Each layer alone is always solved (the
+    chain that always exists)."""
+
+    name = "random"
+
+    def __init__(self, p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None) -> None:
+        super().__init__(time_budget)
+        self.p = check_probability(p)
+        self.seed = check_seed(seed)
+
+    def schemes(self, search: Search) -> list[tuple[int, int, InterScheme]]:
+        rng = generator(self.seed, search.net.name, search.net.batch, search.order)
+        singles = set(search.singles)
+        draws = rng.random(len(search.schemes))
+        return [s for s, u in zip(search.schemes, draws, strict=True) if s[2] in singles or u < self.p]
+
+    def unsolvable(self, layer: Layer, search: Search) -> KaplaError:
+        return NoSchemeError(f"random search (p={self.p:g}, seed={self.seed}) found no valid scheme for layer "
+                             f"'{layer.name}' (batch {search.net.batch}); raise p (-O p=...)")
+
+
+class TangramScheduler(NetworkScheduler):
+    """TANGRAM's dataflow space scheduled by segment DP: the network cut into
+    segments of up to ``MAX_SEGMENT`` stages, each run by one of its
+    inter-layer schemes (layout, batch groups, pinning), the chains of
+    segments chosen by ``policy`` (KAPLA's pruned top-k DP, every scheme,
+    or a random sample) and the best returned; with model pinning, the
+    search runs with and without it and keeps the better."""
+
+    name = "tangram"
+
+    def __init__(self, policy: NetworkStrategy) -> None:
+        self.policy = policy
+        self.time_budget = getattr(policy, "time_budget", None)
+
+    def objectives(self, objective: Objective) -> tuple[str, ...]:
+        return self.policy.variants(objective)
+
+    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        net, arch, obj = task.net, task.arch, task.objective
+        reserve = pin_reserve(net, arch)
+        runs = [False] + ([True] if reserve is not None else [])
+        best: _Best | None = None
+        stats = PruneStats()
+        stopped: Search | None = None
+        for pinned in runs:
+            found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
+                                    reserve or 0, stats)
+            if best is None or found[0] < best[0]:
+                best = found
+            if search.stopped is not None:  # out of time (or interrupted): the other run is not started
+                stopped = search
+                break
+        assert best is not None  # runs is never empty, and _search raises when it finds nothing
+        _, chain, seg_results, pinned_chain = best
+        halt = None if stopped is None else Stopped("interrupt" if stopped.interrupted else "budget",
+                                                    stopped.stopped or "")
+        return _result(net, arch, layers.solver.name, obj.name, chain, seg_results, pinned_chain, stats,
+                       time.perf_counter() - task.start, self.policy.name, halt)
+
+
+def kapla_dp(top_k: int = 4) -> TangramScheduler:
+    """KAPLA's inter-layer search on TANGRAM's space."""
+    return TangramScheduler(KaplaStrategy(top_k))
+
+
+def every_scheme(time_budget: float | None = None) -> TangramScheduler:
+    """Every inter-layer scheme of TANGRAM's space solved, the optimum chain returned."""
+    return TangramScheduler(ExhaustiveStrategy(time_budget))
+
+
+def random_schemes(p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None) -> TangramScheduler:
+    """A seeded random sample of TANGRAM's inter-layer schemes solved."""
+    return TangramScheduler(RandomStrategy(p, seed, time_budget))
+
+
+def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
+            start: float, progress: Progress | None, pinned: bool, reserve: int,
+            stats: PruneStats) -> tuple[_Best, Search]:
+    order = list(schedule_order(net))  # segments are runs of it
+    index = {name: i for i, name in enumerate(order)}
+    reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
+    segsolver = SegmentSolver(net, arch, layers, strategy.variants(objective), reserve)
+    singles = []
+    plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
+    all_schemes: list[tuple[int, int, InterScheme]] = []
+    for j, ending in enumerate(plans):
+        for plan in ending:
+            for inter in inter_schemes(net, arch, plan, pinned):
+                stats.considered += 1
+                stats.count(plan.layers, 0)
+                if not may_fit(net, arch, inter, reserve):
+                    continue
+                stats.valid += 1
+                stats.count(plan.layers, 1)
+                all_schemes.append((index[plan.layers[0]], j, inter))
+                if len(plan) == 1 and not inter.pins:  # the layer-by-layer chain pins only by kapla's rule
+                    singles.append(inter)
+    alone = {inter.layers[0] for inter in singles}
+    for name in order:
+        if name not in alone:  # nothing to fall back on: no schedule without this layer
+            raise no_scheme(net[name], net.batch, arch)
+    search = Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
+    best: _Best | None = None
+    for chain in strategy.chains(search):
+        found = [segsolver.solve(inter, variant) for inter, variant in chain.steps if variant is not None]
+        results = [r for r in found if r is not None]
+        if len(results) < len(chain.steps):
+            continue
+        key = objective.key(*sum_costs(segment_cost(r) for r in results))
+        if best is None or key < best[0]:
+            best = (key, chain.steps, results, any(pins(segment) for segment, _ in results))
+    if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
+        raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
+    return best, search
+
+
+def _pipelining(arch: ArchSpec) -> bool:
+    return bool(arch.options.spatial_layer_pipe or arch.options.temporal_layer_pipe)
+
+
+def _result(net: Network, arch: ArchSpec, solver: str, objective: str, chain: tuple[Step, ...],
+            seg_results: list[Found], pinned: bool, stats: PruneStats, seconds: float, strategy: str,
+            stopped: Stopped | None) -> ScheduleResult:
+    load = 0.0
+    if pinned:
+        # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
+        held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
+        load = sum(weight_words(net[n]) for n in held) * arch.levels[-1].access_energy
+    steps = [(inter.layers, segment, cost) for (inter, _), (segment, cost) in zip(chain, seg_results, strict=True)]
+    extra = {"inter_layer_schemes": stats.to_dict(), "inter_layer_schemes_by_segment": stats.segments(),
+             "strategy": strategy, "hardware": arch.to_dict()}
+    return from_steps(net, arch, steps, solver=solver, objective=objective, scheduler="tangram", seconds=seconds,
+                      pinned_load_j=load, stopped=stopped, extra=extra)
+
+
+__all__ = ["ExhaustiveStrategy", "KaplaStrategy", "NetworkStrategy", "PruneStats", "Search", "TangramScheduler",
+           "every_scheme", "kapla_dp", "random_schemes"]

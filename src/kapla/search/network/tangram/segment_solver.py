@@ -1,0 +1,187 @@
+"""Solving a segment's layers with an intra-layer solver, and costing the segment.
+
+:class:`SegmentSolver` turns an :class:`~kapla.space.network.inter.InterScheme` into a
+:class:`~kapla.dataflow.segment.SegmentScheme` and its cost: each layer is
+solved on its region for where its data come from and go to, with the buffer
+space left beside pinned weights and the forwarded fmap piece that waits in
+its region, then repeated over the batch groups (:func:`outer_batch`).
+Layer solves go through the run's layer service (cached for the whole
+network search, kept on disk if a store is open, solved in worker processes),
+keyed by :class:`LayerKey`: a layer solve depends on its shape, region, feed
+and reserve, not on the segment around it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.segment import LayerPlacement, SegmentScheme
+from kapla.model.evaluate import Feed
+from kapla.model.hardware import with_node_reserve
+from kapla.model.segment import SegmentCost, evaluate_segment, output_words
+from kapla.search.base import Check, LayerProgress, LayerService, Problem
+from kapla.space.network.inter import InterScheme, feed_of, placements
+from kapla.space.problem import shape_key
+from kapla.workload.layer import Layer
+from kapla.workload.network import Network
+
+
+def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:
+    """``scheme`` (solved for one batch group) repeated over ``groups`` groups by
+    an outermost loop over the batch, under the layer's own name."""
+    levels = list(scheme.levels)
+    if groups > 1:
+        top = levels[-1]
+        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
+    return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
+
+
+@dataclass(frozen=True)
+class LayerKey:
+    """What a layer's scheme in a segment depends on (the cache key of a layer solve)."""
+
+    layer: Layer  # its shape (:func:`shape_key`)
+    batch: int  # one batch group
+    region: tuple[int, int]  # rows x columns of nodes
+    feed: Feed  # where its data come from and go to (the on-chip hop distance left out)
+    reserve: tuple[tuple[str, int], ...]  # buffer words per node that are not its own, by tensor
+
+    def problem(self, arch: ArchSpec, objective: str) -> Problem | None:
+        """The layer solve on a block of the region's shape with the buffer the
+        reserve leaves (None: none left)."""
+        local = with_node_reserve(arch.with_node_region(*self.region), dict(self.reserve))
+        return None if local is None else Problem(self.layer, self.batch, local, objective, self.feed)
+
+
+#: A solved segment: its schemes and cost.
+Found = tuple[SegmentScheme, SegmentCost]
+
+
+@dataclass
+class SegmentSolver:
+    """Solves inter-layer schemes with an intra-layer solver; caches layers by shape and feed.
+
+    Each segment is solved once per objective of ``objectives`` (its
+    *variants*), every layer with the intra-layer solver's scheme for that
+    objective; a layer's solves for all of them are made together
+    (:meth:`IntraSolver.run_each`, which shares their work)."""
+
+    net: Network
+    arch: ArchSpec
+    layers: LayerService
+    objectives: tuple[str, ...]
+    reserve: int = 0
+    cache: dict[tuple[InterScheme, str], Found | None] = field(default_factory=dict)
+
+    def solve(self, inter: InterScheme, objective: str) -> Found | None:
+        """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
+        valid scheme."""
+        if (inter, objective) in self.cache:
+            return self.cache[(inter, objective)]
+        places = placements(self.net, self.arch, inter)
+        schemes = {}
+        found = None
+        for name in inter.layers:
+            scheme = self._layer(inter, places[name], objective)
+            if scheme is None:
+                break
+            schemes[name] = scheme
+        else:
+            found = self._same(inter, schemes)
+            if found is None:
+                segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
+                cost = evaluate_segment(segment, self.arch)
+                found = (segment, cost) if cost.valid else None
+        self.cache[(inter, objective)] = found
+        return found
+
+    def _same(self, inter: InterScheme, schemes: dict[str, LayerScheme]) -> Found | None:
+        """The segment as solved for another objective with these very layer schemes
+        (most layers' schemes are the same for every objective: it is costed once)."""
+        for objective in self.objectives:
+            found = self.cache.get((inter, objective))
+            if found is not None and found[0].schemes == schemes:
+                return found
+        return None
+
+    def variants(self, inter: InterScheme) -> list[tuple[str, Found]]:
+        """The segment's valid variants, one per distinct set of layer schemes, in
+        the order of ``objectives`` (an objective whose schemes repeat an earlier one's is left out)."""
+        out: list[tuple[str, Found]] = []
+        for objective in self.objectives:
+            found = self.solve(inter, objective)
+            if found is not None and all(found[0].schemes != other[0].schemes for _, other in out):
+                out.append((objective, found))
+        return out
+
+    def is_solved(self, inter: InterScheme) -> bool:
+        """Whether the segment was solved (costed) for every objective."""
+        return all((inter, objective) in self.cache for objective in self.objectives)
+
+    def prefetch(self, inters: Iterable[InterScheme], progress: LayerProgress | None = None,
+                 check: Check | None = None) -> None:
+        """Solve the layers these schemes need that are not solved yet, in the
+        pool if there is one; each solve is cached the moment it finishes."""
+        jobs: dict[LayerKey, tuple[Problem | None, tuple[str, ...]]] = {}
+        for inter in inters:
+            if self.is_solved(inter):
+                continue
+            for place in placements(self.net, self.arch, inter).values():
+                key = self._key(inter, place)
+                if key not in jobs:
+                    missing = self._missing(key)
+                    if missing:
+                        jobs[key] = (key.problem(self.arch, missing[0]), missing)
+        self.layers.solve(jobs, progress, check)
+
+    def solved(self, inter: InterScheme) -> bool:
+        """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
+        return self.is_solved(inter) or all(not self._missing(self._key(inter, place))
+                                            for place in placements(self.net, self.arch, inter).values())
+
+    def layers_solved(self) -> int:
+        """Layer solves done (each layer once, whatever the objectives)."""
+        return self.layers.solved_count()
+
+    def stop(self) -> None:
+        """Stop the workers at once, with whatever they are solving (a budget ran out)."""
+        self.layers.stop()
+
+    def _missing(self, key: LayerKey) -> tuple[str, ...]:
+        return tuple(objective for objective in self.objectives if not self.layers.known(key, objective))
+
+    def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
+        """What the layer's scheme depends on in this segment."""
+        layer = self.net[place.layer]
+        feed = feed_of(inter, place, self.arch)
+        # Buffer space that is not the layer's: its share of the pinned weights,
+        # and a piece of each fmap forwarded to it, which waits in this region.
+        pinned = inter.pin_words(place.layer, self.reserve)
+        waiting = 0
+        if place.onchip_inputs:
+            piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
+            waiting = math.ceil(piece / place.region.nodes)
+        reserve = (("ifm", waiting), ("wgt", pinned))
+        # The scheme is chosen at the region's true distance to DRAM (the segment
+        # is costed at it, and a solve at another distance could rank schemes
+        # differently), but not for the on-chip hop distance of its inputs: that
+        # scales traffic every scheme must move anyway, so layers of one shape
+        # on equally placed regions share a solve.
+        canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
+                         pinned=feed.pinned, dram_hops=feed.dram_hops)
+        return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
+
+    def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str) -> LayerScheme | None:
+        layer = self.net[place.layer]
+        key = self._key(inter, place)
+        missing = self._missing(key)
+        if objective in missing:
+            self.layers.solve({key: (key.problem(self.arch, objective), missing)})
+        generic = self.layers.get(key, objective)
+        if generic is None:
+            return None
+        return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)

@@ -1,0 +1,232 @@
+"""The outcome of scheduling a network: per-layer schemes and costs, and totals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.listing import format_scheme
+from kapla.dataflow.segment import SegmentScheme
+from kapla.errors import KaplaError
+from kapla.model.evaluate import STATIC, LayerCost
+from kapla.model.segment import SegmentCost
+from kapla.workload.network import Network
+
+RESULT_VERSION = 1  # of the JSON result (docs/result-schema.json); raised when a field changes meaning or goes
+
+#: The unit of every figure of a JSON result, written into it.
+UNITS = {"energy_j": "J", "breakdown": "J per component", "time_cycles": "cycles (integer, rounded up)",
+         "solver_seconds": "s (wall clock)", "accesses": "words per memory level", "noc_hops": "word-hops",
+         "macs": "multiply-accumulates", "pe_utilisation": "MACs / (PEs of the region x cycles)",
+         "node_utilisation": "nodes of the layer's region / nodes of the chip",
+         "pinned_load_j": "J (loading pinned weights once, not included in energy_j)"}
+
+
+def cycles(time: float) -> int:
+    """A time in whole cycles (a partly used cycle is a cycle)."""
+    return math.ceil(time - 1e-9)
+
+
+class UnknownLayerError(KaplaError, KeyError):
+    """A layer name the schedule does not hold (a KeyError too, as a mapping's lookup would raise)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One layer's scheme, where it ran, and what it cost."""
+
+    name: str
+    scheme: LayerScheme
+    cost: LayerCost
+    region: tuple[tuple[int, int], tuple[int, int]]  # origin, shape
+    solver_seconds: float = 0.0
+    pes: int = 0  # PEs of its region (0: not known)
+    chip_nodes: int = 0  # nodes of the whole chip (0: not known)
+
+    @property
+    def macs(self) -> int:
+        return self.scheme.layer.macs * self.scheme.batch
+
+    @property
+    def pe_utilisation(self) -> float:
+        """The share of its region's PE-cycles doing a MAC."""
+        return self.macs / (self.pes * self.cost.time) if self.pes and self.cost.time > 0 else 0.0
+
+    @property
+    def node_utilisation(self) -> float:
+        """The share of the chip's nodes its region holds."""
+        shape = self.region[1]
+        return shape[0] * shape[1] / self.chip_nodes if self.chip_nodes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "energy_j": self.cost.total_energy,
+            "time_cycles": cycles(self.cost.time),
+            "macs": self.macs,
+            "pe_utilisation": self.pe_utilisation,
+            "node_utilisation": self.node_utilisation,
+            "breakdown": dict(self.cost.energy),
+            "accesses": {level: sum(t.values()) for level, t in self.cost.accesses.items()},
+            "noc_hops": self.cost.noc_hops,
+            "valid": self.cost.valid,
+            "region": {"origin": list(self.region[0]), "shape": list(self.region[1])},
+            "directives": format_scheme(self.scheme),
+        }
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    """Layers that run together (one step of a schedule, one after another):
+    how they share the chip, and what the step costs."""
+
+    layers: tuple[str, ...]
+    layout: str  # single, spatial (each slot on its own nodes, pipelined) or temporal (one after another)
+    slots: tuple[tuple[str, ...], ...]
+    energy_j: float
+    time_cycles: int
+    groups: int = 1  # batch groups flowing through (ALLO)
+    pinned: bool = False  # some of its weights stay on chip over the batches
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layers": list(self.layers), "layout": self.layout, "groups": self.groups,
+                "slots": [list(s) for s in self.slots], "pinned": self.pinned, "energy_j": self.energy_j,
+                "time_cycles": self.time_cycles}
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Why a search stopped before it finished (its best schedule by then is the result)."""
+
+    by: str  # "budget" or "interrupt"
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"by": self.by, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """A whole network's schedule, whatever scheduler made it: its steps
+    (segments of layers that run together, one after another), every layer's
+    scheme and cost, and the totals. ``extra`` holds what one scheduler adds
+    (its search statistics), written into the JSON as they are."""
+
+    network: str
+    arch: str
+    batch: int
+    training: bool
+    solver: str
+    objective: str
+    segments: tuple[tuple[str, ...], ...]
+    layers: tuple[LayerResult, ...]
+    energy: dict[str, float]  # joules per component
+    time: float  # cycles
+    solver_seconds: float
+    valid: bool
+    scheduler: str = ""  # the network scheduler that made it
+    segment_details: tuple[SegmentResult, ...] = ()
+    pinned: bool = False  # weights stay on chip over the batches (loaded once, before)
+    pinned_load_j: float = 0.0  # loading them, not included in the energy
+    stopped: Stopped | None = None  # None: the search ran to its end
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def energy_j(self) -> float:
+        return sum(self.energy.values())
+
+    def layer(self, name: str) -> LayerResult:
+        for lr in self.layers:
+            if lr.name == name:
+                return lr
+        raise UnknownLayerError(f"no layer '{name}' in the schedule of '{self.network}' (layers: "
+                                f"{', '.join(lr.name for lr in self.layers)})")
+
+    @property
+    def complete(self) -> bool:
+        """False when the search stopped early (budget, Ctrl-C): the best of what it solved."""
+        return self.stopped is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON result (``docs/result-schema.json``): figures in the units of ``UNITS``."""
+        return {
+            "format": "kapla-schedule",
+            "version": RESULT_VERSION,
+            "units": UNITS,
+            "network": self.network,
+            "arch": self.arch,
+            "batch": self.batch,
+            "training": self.training,
+            "solver": self.solver,
+            "objective": self.objective,
+            "energy_j": self.energy_j,
+            "time_cycles": cycles(self.time),
+            "breakdown": dict(self.energy),
+            "solver_seconds": self.solver_seconds,
+            "valid": self.valid,
+            "complete": self.complete,
+            **({"stopped": self.stopped.to_dict()} if self.stopped is not None else {}),
+            "scheduler": self.scheduler,
+            "pinned": self.pinned,
+            "pinned_load_j": self.pinned_load_j,
+            "segments": [list(s) for s in self.segments],
+            "segment_details": [s.to_dict() for s in self.segment_details],
+            "layers": [lr.to_dict() for lr in self.layers],
+            **self.extra,
+        }
+
+
+#: One step of a schedule: its layers (in the order the scheduler lists them), their schemes and its cost.
+Step = tuple[tuple[str, ...], SegmentScheme, SegmentCost]
+
+
+def layout_of(segment: SegmentScheme) -> str:
+    """single (one layer), spatial (slots on their own nodes, pipelined) or temporal (one slot)."""
+    if len(segment.layers) == 1:
+        return "single"
+    return "spatial" if len(segment.slots) > 1 else "temporal"
+
+
+def pins(segment: SegmentScheme) -> bool:
+    """Some of the segment's weights stay on chip."""
+    return any(place.pinned for place in segment.placements.values())
+
+
+def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: str, objective: str,
+               scheduler: str, seconds: float, pinned_load_j: float = 0.0, stopped: Stopped | None = None,
+               extra: dict[str, Any] | None = None) -> ScheduleResult:
+    """The result of running ``steps`` one after another: every layer's
+    scheme, region and cost, the energy by component, the time in whole
+    cycles, and valid only when every layer has exactly one scheme and every
+    step passes the evaluator's check (an empty schedule is no answer)."""
+    layers = []
+    energy: dict[str, float] = {}
+    details = []
+    for names, segment, cost in steps:
+        for name in segment.layers:
+            place = segment.placements[name]
+            layers.append(LayerResult(name, segment.schemes[name], cost.layers[name],
+                                      (place.region.origin, place.region.shape),
+                                      pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes))
+        for component, joules in cost.energy.items():
+            energy[component] = energy.get(component, 0.0) + joules
+        details.append(SegmentResult(tuple(names), layout_of(segment), segment.slots, cost.total_energy,
+                                     cycles(cost.time), segment.groups, pins(segment)))
+    order = {layer.name: i for i, layer in enumerate(net)}
+    layers.sort(key=lambda lr: order[lr.name])
+    energy.setdefault(STATIC, 0.0)
+    complete = len(net) > 0 and sorted(lr.name for lr in layers) == sorted(layer.name for layer in net)
+    return ScheduleResult(
+        network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver,
+        objective=objective, segments=tuple(tuple(names) for names, _, _ in steps), layers=tuple(layers),
+        energy=energy, time=sum(d.time_cycles for d in details), solver_seconds=seconds,
+        valid=complete and all(cost.valid for _, _, cost in steps), scheduler=scheduler,
+        segment_details=tuple(details), pinned=any(d.pinned for d in details), pinned_load_j=pinned_load_j,
+        stopped=stopped, extra=dict(extra or {}))

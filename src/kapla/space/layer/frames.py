@@ -1,0 +1,305 @@
+"""The intra-layer space over any memory hierarchy, as frames and blockings.
+
+A *frame* fixes the spatial part of a scheme at every on-chip level (its
+stacks, from the level's unroll: :mod:`kapla.space.layer.unroll`) and the buffer
+sharing of the node level; what each dimension still needs after all the
+stacks (``rest``) is left to temporal *blocking*: per dimension, a unit
+factor (the register block grows by it) and a loop count at every level,
+multiplying to the rest, and a loop order per level. Frames are chosen top
+down (the node partition first, each level's units then splitting what one
+unit of the level above covers); blockings grow bottom up, each level's
+block checked against its buffers before the next is chosen.
+
+:class:`FrameEvaluator` turns arrays of blockings of one frame into the cost
+model's :class:`~kapla.model.nests.Nests`; :func:`blockings` enumerates every
+blocking that fits the buffers, one loop order per class of orders that cost
+the same (:func:`kapla.space.layer.skeletons.distinct_orders`), as arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, layer_dims
+from kapla.model.cost import Costs, evaluate_nests
+from kapla.model.feed import Feed
+from kapla.model.hardware import Hardware, hardware
+from kapla.model.nests import Loops, Nests, Stacks
+from kapla.model.rules import fits, held_words, lists_coverage
+from kapla.space.layer.skeletons import (
+    NodePartition,
+    class_table,
+    looping_mask,
+    order_counts,
+    order_perms,
+    order_product,
+    sharing_options,
+)
+from kapla.space.layer.unroll import Spatial, spatial_options
+from kapla.workload.layer import Layer
+
+ND = len(DIMS)
+CHUNK = 1 << 13  # candidates per model call: large enough to amortise numpy, small enough to stay in cache
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The spatial part of a scheme at every on-chip level (innermost first)."""
+
+    layer: Layer
+    batch: int
+    spatial: tuple[Spatial, ...]
+    shr: tuple[tuple[Kind, int], ...]
+    rest: tuple[int, ...]  # per loop dim (DIMS order): what temporal blocking covers
+    levels: tuple[str, ...]
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """Columns of the dims blocking splits (more than one step left)."""
+        return tuple(j for j, n in enumerate(self.rest) if n > 1)
+
+    def describe(self) -> str:
+        parts = [f"{name}: {sp.describe()}" for name, sp in zip(self.levels, self.spatial, strict=True)
+                 if sp.stacks or sp.unit]
+        shared = ",".join(f"{k}/{n}" for k, n in self.shr)
+        return " | ".join(parts + ([f"shr {shared}"] if shared else [])) or "no unrolling"
+
+
+def frames(layer: Layer, batch: int, arch: ArchSpec) -> list[Frame]:
+    """Every frame of ``layer`` on ``arch`` whose blocks tile the layer."""
+    full = layer_dims(layer, batch)
+    n = len(arch.levels) - 1
+    names = arch.level_names[:n]
+    node = n - 1
+    sharing = arch.options.buffer_sharing and n >= 2
+    found: list[tuple[tuple[Spatial, ...], tuple[int, ...]]] = []
+
+    def descend(level: int, extents: dict[str, int], chosen: tuple[Spatial, ...]) -> None:
+        if level < 0:
+            found.append((chosen, tuple(extents[d] for d in DIMS)))
+            return
+        for sp in spatial_options(arch, level, layer, extents):
+            covered = sp.covered()
+            inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
+            descend(level - 1, inner, (sp,) + chosen)
+
+    descend(n - 1, dict(full), ())
+    if not found:
+        return []
+    ok = _covers(full, found)
+    out: list[Frame] = []
+    for (spatial, rest), good in zip(found, ok, strict=True):
+        if not good:
+            continue
+        options = sharing_options(NodePartition(spatial[node].stacks), layer, sharing) if n >= 2 else [()]
+        out.extend(Frame(layer, batch, spatial, shr, rest, names) for shr in options)
+    return out
+
+
+def _covers(full: dict[str, int], found) -> np.ndarray:
+    """Frames whose blocks tile the layer with each rest looping at the top
+    (:func:`kapla.model.rules.tile_coverage`), all at once."""
+    loops = []
+    units = []
+    for spatial, rest in found:
+        lp = []
+        unit = dict(spatial[0].unit)
+        for sp in spatial:
+            lp += [(st.dim, st.count) for st in sp.stacks] + [(lp_.dim, lp_.count) for lp_ in reversed(sp.inner)]
+        lp += [(d, rest[j]) for j, d in enumerate(DIMS) if rest[j] > 1]
+        loops.append(lp)
+        units.append([unit.get(d, 1) for d in DIMS])
+    return lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
+
+
+@dataclass(frozen=True, eq=False)
+class Blockings:
+    """Blockings of one frame: per factor combination (``F`` rows, full ``(F, 8)``)
+    the unit factors and each level's loop counts; per candidate (``M`` rows)
+    its combination and each level's loop order (``(M, 8)`` permutations of the
+    dims, outermost first)."""
+
+    unit: np.ndarray
+    counts: tuple[np.ndarray, ...]
+    rows: np.ndarray
+    orders: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+
+class FrameEvaluator:
+    """Blockings of one frame as the cost model's nests, and their costs."""
+
+    def __init__(self, frame: Frame, arch: ArchSpec | Hardware) -> None:
+        self.frame = frame
+        self.hw = arch if isinstance(arch, Hardware) else hardware(arch)
+        self.levels = len(frame.spatial)
+        self.mu = np.array([dict(frame.spatial[0].unit).get(d, 1) for d in DIMS], dtype=np.int64)
+        self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
+        self.shr = {k: np.int64(n) for k, n in frame.shr}
+        self.spatial = [self._stack_factors(sp.stacks) for sp in frame.spatial]
+        self._probe = self.nests(Blockings(np.ones((1, ND), np.int64), tuple(np.ones((1, ND), np.int64)
+                                                                               for _ in range(self.levels)),
+                                           np.zeros(1, np.int64),
+                                           tuple(np.broadcast_to(np.arange(ND), (1, ND)) for _ in range(self.levels))))
+
+    @property
+    def nests_probe(self) -> Nests:
+        """A nest of this frame (its layer, roles and sharing), for block-level rules."""
+        return self._probe
+
+    @staticmethod
+    def _stack_factors(stacks: Sequence[Stack]) -> np.ndarray:
+        out = np.ones(ND, dtype=np.int64)
+        for st in stacks:
+            out[DIM_INDEX[st.dim]] *= st.count
+        return out
+
+    def nests(self, b: Blockings) -> Nests:
+        F, M = b.unit.shape[0], b.rows.shape[0]
+        stacks = []
+        for sp in self.frame.spatial:
+            k = len(sp.stacks)
+            stacks.append(Stacks(
+                np.tile(np.array([DIM_INDEX[s.dim] for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
+                np.tile(np.array([s.rows for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
+                np.tile(np.array([s.cols for s in sp.stacks], np.int64), (F, 1)).reshape(F, k)))
+        updates = []
+        for i in range(self.levels):
+            dims = b.orders[i]
+            counts = b.counts[i][b.rows[:, None], dims]
+            if i == 0 and self.inner:
+                dims = np.concatenate([dims, np.tile([d for d, _ in self.inner], (M, 1))], axis=1)
+                counts = np.concatenate([counts, np.tile([c for _, c in self.inner], (M, 1))], axis=1)
+            updates.append(Loops(dims, counts))
+        shr: list[dict] = [{} for _ in range(self.levels)]
+        if self.frame.shr:
+            shr[self.levels - 1] = {k: np.full(F, n) for k, n in self.shr.items()}
+        return Nests(self.frame.layer, self.frame.batch, self.mu * b.unit, tuple(stacks), tuple(updates), tuple(shr),
+                     b.rows, level_names=self.frame.levels)
+
+    def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
+        return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
+
+    # ------------------------------------------------------------ blocks
+
+    def block(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
+        """Clipped blocks ``(F, 8)`` of ``level`` from unit factors and the loop
+        counts of the levels below it."""
+        tile = self.mu * unit
+        for i in range(level):
+            tile = tile * self.spatial[i] * counts[i]
+            if i == 0:
+                for d, c in self.inner:
+                    tile[:, d] *= c
+        return np.minimum(tile, self._probe.full)
+
+    def fits(self, level: int, block: np.ndarray) -> np.ndarray:
+        """``(F,)`` blocks one unit of ``level`` can hold (each per-tensor buffer on its own)."""
+        words = held_words(block, self._probe, self.hw, level, self.shr if level == self.levels - 1 else {})
+        return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
+
+    def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
+        """``(F,)`` partial blockings (unit factors, the loop counts of levels
+        below ``level``) whose smallest blocks at ``level`` and every level above
+        (no more loops there) still fit: those that can be completed."""
+        ok = np.ones(unit.shape[0], dtype=bool)
+        ones = np.ones_like(unit)
+        below = list(counts)
+        for j in range(level, self.levels):
+            ok &= self.fits(j, self.block(j, unit, below))
+            below.append(ones)
+        return ok
+
+    def scheme(self, b: Blockings, i: int, ifm_name: str | None = None) -> LayerScheme:
+        """Candidate ``i`` as directives (loops of count 1 left out)."""
+        row = b.rows[i]
+        unit = dict(self.frame.spatial[0].unit)
+        for j, d in enumerate(DIMS):
+            if b.unit[row, j] > 1:
+                unit[d] = unit.get(d, 1) * int(b.unit[row, j])
+        levels = []
+        for lvl in range(self.levels):
+            sp = self.frame.spatial[lvl]
+            loops = tuple(Loop(DIMS[j], int(b.counts[lvl][row, j])) for j in b.orders[lvl][i]
+                          if b.counts[lvl][row, j] > 1)
+            if lvl == 0:
+                loops += sp.inner
+            shr = self.frame.shr if lvl == self.levels - 1 else ()
+            levels.append(LevelScheme(self.frame.levels[lvl], sp.stacks, loops, shr))
+        return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
+
+
+@lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def split_rows(left: np.ndarray, dims: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every way to take a divisor of ``left`` ``(F, 8)`` along each of ``dims``:
+    ``(G,)`` the source row of each and ``(G, 8)`` the factors taken."""
+    rows = np.arange(left.shape[0])
+    taken = np.ones((left.shape[0], ND), dtype=np.int64)
+    for d in dims:
+        divs = [_divisors(int(v)) for v in left[rows, d]]
+        counts = np.array([len(x) for x in divs], dtype=np.int64)
+        rows = np.repeat(rows, counts)
+        taken = np.repeat(taken, counts, axis=0)
+        taken[:, d] = np.concatenate(divs) if divs else np.zeros(0, np.int64)
+    return rows, taken
+
+
+def factor_combos(ev: FrameEvaluator) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Every split of the frame's rest into a unit factor and a loop count per
+    level whose blocks fit every buffer, grown bottom up: ``(F, 8)`` unit
+    factors and per level ``(F, 8)`` loop counts."""
+    frame = ev.frame
+    dims = frame.dims
+    rest = np.array(frame.rest, dtype=np.int64)[None, :]
+    src, unit = split_rows(rest, dims)
+    keep = ev.fits(0, ev.block(0, unit, ()))
+    unit = unit[keep]
+    left = rest[src[keep]] // unit
+    counts: list[np.ndarray] = []
+    for level in range(ev.levels - 1):
+        src, taken = split_rows(left, dims)
+        unit, counts, left = unit[src], [c[src] for c in counts], left[src]
+        counts.append(taken)
+        keep = ev.fits(level + 1, ev.block(level + 1, unit, counts))
+        unit, counts, left = unit[keep], [c[keep] for c in counts], (left // taken)[keep]
+    counts.append(left)
+    return unit, tuple(counts)
+
+
+def order_classes(layer: Layer, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row of loop counts ``(F, 8)``, one order per class of equivalent
+    orders of its looping dims (:func:`kapla.space.layer.skeletons.order_perms`)."""
+    return tuple(order_perms(layer, DIMS, int(m)) for m in looping_mask(counts))
+
+
+def blockings(ev: FrameEvaluator, chunk: int = CHUNK) -> Iterator[Blockings]:
+    """Every blocking of the frame that fits the buffers, one order per class
+    at every level, in chunks of about ``chunk`` candidates."""
+    unit, counts = factor_combos(ev)
+    table = class_table(ev.frame.layer, DIMS)
+    masks = [looping_mask(c) for c in counts]
+    n = [order_counts(table, m) for m in masks]
+    ends = np.cumsum(np.prod(np.stack(n), axis=0))
+    start = 0
+    while start < unit.shape[0]:
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + chunk, side="right")))
+        part = slice(start, stop)
+        rows, orders = order_product([table] * len(counts), [m[part] for m in masks], [c[part] for c in n])
+        yield Blockings(unit[part], tuple(c[part] for c in counts), rows, orders)
+        start = stop
+
+
+__all__ = ["Blockings", "Frame", "FrameEvaluator", "blockings", "factor_combos", "frames", "order_classes"]

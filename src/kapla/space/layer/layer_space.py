@@ -1,0 +1,143 @@
+"""The intra-layer space of one :class:`~kapla.search.base.Problem`, as an object
+any search strategy can enumerate, sample and score in batches.
+
+The space is the one of :mod:`kapla.space.layer.frames`, over any memory hierarchy:
+its *frames* fix the spatial choices at every level (node partition, buffer
+sharing, PE mapping, the unrolling of middle levels); each frame's
+*blockings* split what is left into a register block and a loop count per
+level, each level with a loop order (one per class of orders that cost the
+same). A strategy picks frames and blockings; the space builds them as
+arrays, costs them with the one cost model under the problem's feed, and
+turns the best into directives. Exhaustive search walks all of it; random
+search samples it; a learned or MIP search scores what it proposes.
+
+Sampling is Timeloop-style (KAPLA Sec. V-A, baseline R): every candidate of
+a level of choice is kept with a probability, level by level, so a seeded
+generator repeats a run exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.tensors import DIMS
+from kapla.model.cost import Costs
+from kapla.model.objective import Objective, objective_of
+from kapla.space.layer.frames import CHUNK, Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
+from kapla.space.layer.skeletons import class_table, looping_mask, order_counts, order_product
+from kapla.space.problem import Problem
+
+_ORDERS_PER_ROW = 8  # a rough count of order combinations per factor split, to size sampled chunks
+
+
+@dataclass(frozen=True)
+class Found:
+    """The best valid candidate of a batch: its (objective, energy) key and its directives."""
+
+    key: tuple[float, float]
+    scheme: LayerScheme
+
+
+class LayerSpace:
+    """The frames and blockings of one layer solve (see the module)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.objective: Objective = objective_of(problem.objective)
+        self.frames: tuple[Frame, ...] = tuple(frames(problem.layer, problem.batch, problem.arch))
+        self._evaluators: dict[int, FrameEvaluator] = {}
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def under(self, objective: str) -> LayerSpace:
+        """The same space searched for ``objective`` (its frames and their evaluators shared)."""
+        other = copy.copy(self)
+        other.problem = replace(self.problem, objective=objective)
+        other.objective = objective_of(objective)
+        return other
+
+    def evaluator(self, frame: int) -> FrameEvaluator:
+        """The cost-model view of frame ``frame`` (built once)."""
+        ev = self._evaluators.get(frame)
+        if ev is None:
+            ev = self._evaluators[frame] = FrameEvaluator(self.frames[frame], self.problem.arch)
+        return ev
+
+    # ------------------------------------------------------------ candidates
+
+    def sample_frames(self, rng: np.random.Generator, p: float) -> list[int]:
+        """Frames kept level by level: at each level, top down, every spatial
+        choice (at the node level, a partition with its buffer sharing) that
+        has an alternative is kept with probability ``p``; a frame is kept when
+        all its choices are. A level with a single choice is always taken."""
+        n = len(self.frames[0].spatial) if self.frames else 0
+        # top down; the node level's buffer sharing is part of its partition choice
+        paths = [((f.spatial[-1], f.shr),) + tuple(reversed(f.spatial[:-1])) for f in self.frames]
+        siblings: dict[tuple, set] = {}
+        for path in paths:
+            for depth in range(n):
+                siblings.setdefault(path[:depth], set()).add(path[depth])
+        keep: dict[tuple, bool] = {}
+        out = []
+        for i, path in enumerate(paths):
+            ok = True
+            for depth in range(n):
+                prefix = path[: depth + 1]
+                if prefix not in keep:
+                    keep[prefix] = len(siblings[path[:depth]]) == 1 or bool(rng.random() < p)
+                ok = ok and keep[prefix]
+            if ok:
+                out.append(i)
+        return out
+
+    def blockings(self, frame: int, chunk: int = CHUNK) -> Iterator[Blockings]:
+        """Every blocking of the frame that fits the buffers, in chunks."""
+        return blockings(self.evaluator(frame), chunk)
+
+    def sample(self, frame: int, rng: np.random.Generator, p_factors: float, p_orders: float,
+               chunk: int = CHUNK) -> Iterator[Blockings]:
+        """The frame's blockings with each factor split (a register block and a
+        loop count per level that fit the buffers) kept with probability
+        ``p_factors`` and each of its combinations of loop orders with
+        ``p_orders``, in chunks."""
+        ev = self.evaluator(frame)
+        unit, counts = factor_combos(ev)
+        keep = rng.random(unit.shape[0]) < p_factors
+        unit, counts = unit[keep], tuple(c[keep] for c in counts)
+        table = class_table(ev.frame.layer, DIMS)
+        masks = [looping_mask(c) for c in counts]
+        rows_per_chunk = max(1, chunk // _ORDERS_PER_ROW)
+        for start in range(0, unit.shape[0], rows_per_chunk):
+            part = slice(start, start + rows_per_chunk)
+            rows, orders = order_product([table] * len(counts), [m[part] for m in masks],
+                                         [order_counts(table, m[part]) for m in masks])
+            pick = rng.random(len(rows)) < p_orders
+            if np.any(pick):
+                yield Blockings(unit[part], tuple(c[part] for c in counts), rows[pick],
+                                tuple(o[pick] for o in orders))
+
+    # ------------------------------------------------------------ costs
+
+    def score(self, frame: int, b: Blockings) -> Costs:
+        """Costs of the blockings under the problem's feed (invalid ones marked)."""
+        return self.evaluator(frame).costs(b, self.problem.fed)
+
+    def best(self, frame: int, b: Blockings, costs: Costs | None = None) -> Found | None:
+        """The best valid candidate of ``b`` (None if none is valid); ``costs``: its :meth:`score`, if known."""
+        costs = self.score(frame, b) if costs is None else costs
+        value = costs.value(self.objective)
+        i = self.objective.argbest(value, costs.total)
+        if not math.isfinite(value[i]):
+            return None
+        scheme = self.evaluator(frame).scheme(b, i, self.problem.ifm_name)
+        return Found((float(value[i]), float(costs.total[i])), scheme)
+
+
+__all__ = ["CHUNK", "Found", "LayerSpace"]

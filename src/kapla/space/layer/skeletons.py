@@ -1,0 +1,382 @@
+"""The intra-layer design space (KAPLA Table II, intra-layer rows), as directives.
+
+A scheme for one layer on a block of nodes is chosen in four steps, each a
+part of the directives:
+
+1. **node partition**: GBUF-level stacks splitting batch ``N``, channel
+   groups ``G``, input channels ``C``, output channels ``K`` and the output
+   fmap ``Y``/``X`` over the nodes (TANGRAM's hybrid partitioning);
+2. **buffer sharing**: whether the nodes that need the same input fmap or
+   weights store one copy between them (TANGRAM's BSD, ``shr``);
+3. **PE mapping**: the hardware's template maps each node's share onto its
+   PE array (unit block, PE stacks, fixed innermost loops);
+4. **loop blocking**: what is left of ``N, G, C, K, Y, X`` is split between the
+   PE register block (``unit``), the loops between GBUF and REGF (REGF-level
+   updates) and the loops between DRAM and GBUF (GBUF-level updates), each
+   level with a loop order.
+
+Steps 1-3 form a :class:`Skeleton`; :func:`build_scheme` adds step 4.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
+from kapla.dataflow.mapping import PeMapping, pe_mappings
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.model.nests import from_schemes
+from kapla.model.rules import coverage, lists_coverage
+from kapla.workload.layer import Layer
+
+PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
+BLOCK_DIMS = ("N", "G", "C", "K", "Y", "X")
+MAX_PADDING = 0.1  # a partition may pad a dimension by at most 10 % (as nn_dataflow)
+
+
+@cache
+def factorizations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """Every ordered ``parts``-tuple of positive integers whose product is ``n``."""
+    if parts == 1:
+        return ((n,),)
+    out: list[tuple[int, ...]] = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out.extend((d,) + rest for rest in factorizations(n // d, parts - 1))
+    return tuple(out)
+
+
+def divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def classic(arch: ArchSpec) -> bool:
+    """The hardware this module's space describes: PE registers under a node
+    buffer under DRAM, every level holding every tensor in one buffer, one word
+    width, a PE-mapping template on the PE array and partitions of the nodes.
+    Other hierarchies are searched through :mod:`kapla.space.layer.frames`."""
+    if len(arch.levels) != 3 or len(set(arch.tensor_bits_of(k) for k in ("ifm", "wgt", "ofm"))) != 1:
+        return False
+    for i in range(2):
+        if arch.capacity_is_split(i) or not all(arch.holds(i, k) for k in ("ifm", "wgt", "ofm")):
+            return False
+        if any(getattr(arch.levels[i], f, None) is not None for f in ("read_pj", "write_pj")):
+            return False
+    return arch.unroll_of(0).kind == "template" and arch.unroll_of(1).kind == "partition"
+
+
+def splits_evenly(extent: int, parts: int) -> bool:
+    """``parts`` blocks of ``ceil(extent / parts)`` cover ``extent`` with little padding
+    and none wholly empty."""
+    if parts == 1:
+        return True
+    block = -(-extent // parts)
+    return (parts - 1) * block < extent and block * parts - extent <= max(MAX_PADDING * block * parts, 1)
+
+
+@dataclass(frozen=True)
+class NodePartition:
+    """How a layer is split over a rows x cols block of nodes (GBUF-level stacks)."""
+
+    stacks: tuple[Stack, ...]
+
+    @property
+    def factors(self) -> dict[str, int]:
+        return {s.dim: s.count for s in self.stacks}
+
+    def describe(self) -> str:
+        return " ".join(f"{s.dim}{s.count}" for s in self.stacks) or "none"
+
+
+def node_partitions(layer: Layer, batch: int, region: tuple[int, int]) -> list[NodePartition]:
+    """Partitions of ``layer`` over a ``region`` of nodes (:func:`node_partitions_of`)."""
+    return node_partitions_of(layer_dims(layer, batch), region)
+
+
+def node_partitions_of(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
+    """Partitions of a block of ``extents`` using every node of ``region``, each
+    dimension split evenly; if there is none (a block too small for so many
+    nodes), those of the largest smaller block of nodes, leaving the others idle."""
+    rows, cols = region
+    grids = sorted(((r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)),
+                   key=lambda g: (-g[0] * g[1], -g[0]))
+    for grid in grids:
+        found = _partitions(extents, grid)
+        if found:
+            return found
+    return [NodePartition(())]
+
+
+def _partitions(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
+    rows, cols = region
+    dims = [d for d in PARTITION_DIMS if extents.get(d, 1) > 1]
+    seen: set[tuple] = set()
+    out = []
+    for counts in factorizations(rows * cols, len(dims)) if dims else ((),):
+        if not all(splits_evenly(extents[d], c) for d, c in zip(dims, counts, strict=True)):
+            continue
+        key = tuple(zip(dims, counts, strict=True))
+        if key in seen:
+            continue
+        layout = _layout(counts, rows, cols)
+        if layout is None:
+            continue
+        seen.add(key)
+        out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout, strict=True) if r * c > 1)))
+    if rows * cols > 1 and out == [NodePartition(())]:
+        return []  # nothing spread: not a partition of this many nodes
+    return out
+
+
+def _layout(counts: Sequence[int], rows: int, cols: int) -> list[tuple[int, int]] | None:
+    """Split each count into (rows, cols) so the stacks fill the rows x cols grid."""
+    out = []
+    left = rows
+    for c in counts:
+        r = math.gcd(c, left)
+        left //= r
+        out.append((r, c // r))
+    if left != 1 or math.prod(c for _, c in out) != cols:
+        return None
+    return out
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A partition, buffer-sharing choice and PE mapping: everything but loop blocking."""
+
+    layer: Layer
+    batch: int
+    partition: NodePartition
+    shr: tuple[tuple[Kind, int], ...]
+    mapping: PeMapping
+    remaining: tuple[tuple[str, int], ...]  # what loop blocking must still cover, per block dim
+    levels: tuple[str, str] = ("REGF", "GBUF")
+
+    @property
+    def rest(self) -> dict[str, int]:
+        return dict(self.remaining)
+
+    @property
+    def partition_grid(self) -> tuple[int, int]:
+        stacks = self.partition.stacks
+        return (math.prod(s.rows for s in stacks), math.prod(s.cols for s in stacks))
+
+    def describe(self) -> str:
+        shared = ",".join(f"{k}/{n}" for k, n in self.shr) or "-"
+        return f"nodes {self.partition.describe()} | shr {shared} | {self.mapping.note or self.mapping.template}"
+
+
+def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> list[tuple[tuple[Kind, int], ...]]:
+    """Buffer-sharing choices: none, or one copy per group of nodes needing the same data."""
+    if not enabled:
+        return [()]
+    groups = {}
+    read = {r.kind for r in tensor_roles(layer) if not r.written}
+    for kind in (Kind.IFM, Kind.WGT):
+        if kind not in read:  # only data the layer reads rotate between nodes
+            continue
+        n = math.prod(s.count for s in partition.stacks if s.dim not in RELEVANT[kind])
+        if n > 1:
+            groups[kind] = n
+    options: list[tuple[tuple[Kind, int], ...]] = [()]
+    for r in range(1, len(groups) + 1):
+        for kinds in itertools.combinations(sorted(groups), r):
+            options.append(tuple((k, groups[k]) for k in kinds))
+    return options
+
+
+def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
+    """Every partition x sharing x PE-mapping combination whose blocks tile the layer."""
+    use_sharing = arch.options.buffer_sharing and arch.node_level is not None
+    names = (arch.levels[0].name, arch.levels[1].name)
+    for part, mapping, rest in covering_pairs(layer, batch, arch):
+        for shr in sharing_options(part, layer, use_sharing):
+            yield Skeleton(layer, batch, part, shr, mapping, rest, names)
+
+
+def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodePartition, PeMapping, tuple]]:
+    """Every node partition x PE mapping whose blocks tile the layer when what
+    is left of each dimension loops at the top (:func:`kapla.model.rules.coverage`),
+    with that remainder per block dim."""
+    full = layer_dims(layer, batch)
+    pairs = []
+    for part in node_partitions(layer, batch, arch.node_array):
+        f = part.factors
+        node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
+        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array, arch.counting.streams_rows):
+            covered = mapping.covered()
+            pairs.append((part, mapping, tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)))
+    if not pairs:
+        return []
+    # the loops of each pair innermost first, as the directives lay them out:
+    # PE stacks, the mapping's own loops, node stacks, then the remainder
+    loops = [[(st.dim, st.count) for st in m.stacks] + [(lp.dim, lp.count) for lp in reversed(m.inner)]
+             + [(st.dim, st.count) for st in p.stacks] + [(d, n) for d, n in rest if n > 1]
+             for p, m, rest in pairs]
+    units = [[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs]
+    ok = lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
+    return [pair for pair, good in zip(pairs, ok, strict=True) if good]
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Loop blocking of the block dims: (unit, REGF-level, GBUF-level) factors and orders."""
+
+    unit: tuple[tuple[str, int], ...]
+    regf: tuple[tuple[str, int], ...]  # REGF-level updates, outermost first
+    gbuf: tuple[tuple[str, int], ...]  # GBUF-level updates, outermost first
+
+
+def build_scheme(skel: Skeleton, blocking: Blocking, ifm_name: str | None = None) -> LayerScheme:
+    """The complete directives of a skeleton with a loop blocking."""
+    m = skel.mapping
+    unit = m.unit_dims
+    for d, n in blocking.unit:
+        unit[d] = unit.get(d, 1) * n
+    regf_updates = tuple(Loop(d, n) for d, n in blocking.regf if n > 1) + m.inner
+    gbuf_updates = tuple(Loop(d, n) for d, n in blocking.gbuf if n > 1)
+    levels = [LevelScheme(skel.levels[0], m.stacks, regf_updates)]
+    levels.append(LevelScheme(skel.levels[1], skel.partition.stacks, gbuf_updates, skel.shr))
+    return LayerScheme(skel.layer, skel.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
+
+
+def coverage_ok(scheme: LayerScheme) -> bool:
+    """The blocks reach every dimension's extent and no loop iteration is wholly idle."""
+    return bool(coverage(from_schemes([scheme])).ok[0])
+
+
+#: Candidates one joint search of two levels' splits and orders may cost; beyond
+#: it the lower level's orders are thinned to one per choice of innermost loop.
+MAX_JOINT_CANDIDATES = 60_000
+
+
+def innermost_orders(counts: np.ndarray, nd: int) -> np.ndarray:
+    """One loop order per choice of innermost looping dim (the other looping dims
+    in column order, the dims that do not loop outermost), as column permutations."""
+    looping = [j for j in range(nd) if counts[j] > 1]
+    still = [j for j in range(nd) if counts[j] <= 1]
+    if not looping:
+        return np.arange(nd, dtype=np.int64)[None, :]
+    return np.array([still + [j for j in looping if j != i] + [i] for i in looping], dtype=np.int64)
+
+
+def distinct_orders(layer: Layer, dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """One loop order (outermost first) per class of orders that cost the same.
+
+    A tensor is reloaded by the loops from the outermost down to its innermost
+    relevant one; only that set, and which loop it ends with (a sliding window
+    reloads less), depend on the order. Orders giving every tensor the same
+    set and last loop are equivalent, so one of each class is enough.
+    """
+    return _distinct_orders(_kinds(layer), dims)
+
+
+def order_perms(layer: Layer, dims: tuple[str, ...], looping: int) -> np.ndarray:
+    """:func:`distinct_orders` of the ``dims`` whose bit is set in ``looping``, as
+    ``(K, len(dims))`` permutations of the columns of ``dims`` (outermost first;
+    the dims that do not loop go outermost, in column order). Read-only: the
+    table is shared by every solver."""
+    return _order_perms(_kinds(layer), dims, looping)
+
+
+OrderTable = Callable[[int], np.ndarray]
+
+
+def class_table(layer: Layer, dims: tuple[str, ...]) -> OrderTable:
+    """:func:`order_perms` of ``layer`` over ``dims``, by looping mask."""
+    kinds = _kinds(layer)
+    return lambda looping: _order_perms(kinds, dims, looping)
+
+
+def innermost_table(nd: int) -> OrderTable:
+    """:func:`innermost_orders` of ``nd`` columns, by looping mask."""
+    return lambda looping: _innermost_perms(nd, looping)
+
+
+def order_counts(table: OrderTable, masks: np.ndarray) -> np.ndarray:
+    """How many orders ``table`` gives each looping mask of ``masks``."""
+    uniq, inv = np.unique(masks, return_inverse=True)
+    return np.array([len(table(int(m))) for m in uniq], dtype=np.int64)[inv.reshape(-1)]
+
+
+def order_product(tables: Sequence[OrderTable], masks: Sequence[np.ndarray],
+                  counts: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Every row of loop counts (given per level by its looping ``masks``) under
+    every combination of one order per level from that level's table, the
+    first level's order varying slowest: ``(M,)`` the row of each candidate and,
+    per level, its ``(M, nd)`` order. ``counts``: :func:`order_counts` of each
+    level, when the caller has them."""
+    n = list(counts) if counts is not None else [order_counts(t, m) for t, m in zip(tables, masks, strict=True)]
+    per = np.prod(np.stack(n), axis=0) if n else np.ones(0, np.int64)
+    rows = np.repeat(np.arange(len(per)), per)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(per) - per, per)
+    return rows, orders_of(tables, [m[rows] for m in masks], [c[rows] for c in n], within)
+
+
+def orders_of(tables: Sequence[OrderTable], masks: Sequence[np.ndarray], counts: Sequence[np.ndarray],
+              combos: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per level, the ``(M, nd)`` loop order of each of ``M`` candidates whose
+    combination of one order per level is number ``combos`` (the first level's
+    order varying slowest), from each level's looping ``masks`` and order
+    ``counts`` (``(M,)`` each)."""
+    within = np.asarray(combos)
+    index = []
+    for lvl in reversed(range(len(tables))):
+        index.append(within % counts[lvl])
+        within = within // counts[lvl]
+    index.reverse()
+    out = []
+    for table, mask, idx in zip(tables, masks, index, strict=True):
+        perms = np.empty((len(idx), table(0).shape[1]), dtype=np.int64)
+        for m in np.unique(mask):
+            pick = mask == m
+            perms[pick] = table(int(m))[idx[pick]]
+        out.append(perms)
+    return tuple(out)
+
+
+@cache
+def _innermost_perms(nd: int, looping: int) -> np.ndarray:
+    perms = innermost_orders(np.array([(looping >> j & 1) + 1 for j in range(nd)]), nd)
+    perms.flags.writeable = False
+    return perms
+
+
+def looping_mask(counts: np.ndarray) -> np.ndarray:
+    """Per row of loop counts ``(F, nd)``, the bit mask of its columns with a count above 1."""
+    return ((counts > 1) * (1 << np.arange(counts.shape[1], dtype=np.int64))).sum(axis=1)
+
+
+def _kinds(layer: Layer) -> tuple[Kind, ...]:
+    return tuple(sorted({r.kind for r in tensor_roles(layer)}))
+
+
+@cache
+def _order_perms(kinds: tuple[Kind, ...], dims: tuple[str, ...], looping: int) -> np.ndarray:
+    on = tuple(d for j, d in enumerate(dims) if looping >> j & 1)
+    still = [j for j in range(len(dims)) if not looping >> j & 1]
+    col = {d: j for j, d in enumerate(dims)}
+    orders = _distinct_orders(kinds, on)
+    perms = np.array([still + [col[d] for d in o] for o in orders], dtype=np.int64).reshape(len(orders), len(dims))
+    perms.flags.writeable = False
+    return perms
+
+
+@cache
+def _distinct_orders(kinds: tuple[Kind, ...], dims: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    seen: dict[tuple, tuple[str, ...]] = {}
+    for order in itertools.permutations(dims):
+        signature = []
+        for kind in kinds:
+            last = max((i for i, d in enumerate(order) if d in RELEVANT[kind]), default=-1)
+            signature.append((frozenset(order[: last + 1]), order[last] if last >= 0 else None))
+        seen.setdefault(tuple(signature), order)
+    return tuple(seen.values())

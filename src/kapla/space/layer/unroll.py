@@ -1,0 +1,161 @@
+"""Spatial choices of one memory level: which loops its array of units unrolls.
+
+A level's unroll (:meth:`kapla.arch.spec.ArchSpec.unroll_of`) says which
+loops may be spread over its ``array``; this module lists the choices for a
+block of the layer (``extents``: what one unit of the next level out must
+cover):
+
+* a PE-mapping template (level 0): the template's mappings, which also fix
+  the unit block and some innermost loops;
+* ``partition`` (the node level): TANGRAM's hybrid partitions over
+  ``N G C K Y X`` using every node; when none exists (a layer too small for
+  its block of nodes), partitions of the largest smaller blocks, leaving
+  nodes idle;
+* ``free``: on each axis of the array, one loop dim, or two where one alone
+  cannot fill the axis, spreading evenly (at most 10 % padding), and of those
+  the ones that use the most units;
+* ``U|V``: the same, with the rows unrolling only ``U`` dims and the columns
+  only ``V`` dims; ``+repl`` lets what is left of an axis unroll any other dim.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kapla.arch.spec import ArchSpec
+from kapla.arch.unroll import Unroll
+from kapla.dataflow.directives import Loop, Stack
+from kapla.dataflow.mapping import PeMapping, covered_extents, pe_mappings, relaxed
+from kapla.dataflow.tensors import DIMS, as_block, tensor_roles
+from kapla.model.hardware import hardware
+from kapla.model.rules import block_words, fits
+from kapla.space.layer.skeletons import PARTITION_DIMS, node_partitions_of, splits_evenly
+from kapla.workload.layer import Layer
+
+#: Most loop dims one axis of a ``free`` or ``U|V`` array unrolls.
+MAX_DIMS_PER_AXIS = 2
+
+
+@dataclass(frozen=True)
+class Spatial:
+    """One level's spatial choice: its stacks and, for a template, the unit
+    block and innermost loops it fixes."""
+
+    stacks: tuple[Stack, ...] = ()
+    unit: tuple[tuple[str, int], ...] = ()
+    inner: tuple[Loop, ...] = ()
+    note: str = ""
+
+    def covered(self) -> dict[str, int]:
+        """Extent of each dim one pass of the level's units covers."""
+        return covered_extents(self.unit, self.stacks, self.inner)
+
+    def describe(self) -> str:
+        text = " ".join(f"{s.dim}{s.count}" for s in self.stacks) or "-"
+        return f"{text} ({self.note})" if self.note else text
+
+
+def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[str, int]) -> list[Spatial]:
+    """The spatial choices of ``level`` for a block of ``extents``."""
+    unroll = arch.unroll_of(level)
+    array = arch.levels[level].array
+    if unroll.kind == "template":
+        assert unroll.template is not None
+        mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.streams_rows)
+        if not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
+            # whole rows or filters do not fit: strips and partial filters, left to loop blocking
+            mappings = [v for m in mappings for v in [m] + relaxed(m)]
+        return [Spatial(m.stacks, m.unit, m.inner, m.note) for m in mappings]
+    if array == (1, 1):
+        return [Spatial()]
+    if unroll.kind == "partition":
+        return [Spatial(p.stacks, note="partition") for p in node_partitions_of(extents, array)]
+    return _axis_options(unroll, extents, array)
+
+
+def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:
+    """The smallest blocks a template mapping fixes fit: its unit in one PE's
+    buffer, and one pass of the PE array in the buffer above."""
+    hw = hardware(arch)
+    roles = tensor_roles(layer)
+    unit = as_block(m.unit_dims)
+    if not fits(block_words(unit, layer, roles, hw, 0), hw, 0):
+        return False
+    if hw.onchip < 2:
+        return True
+    one_pass = as_block(m.covered())
+    return bool(fits(block_words(one_pass, layer, roles, hw, 1), hw, 1))
+
+
+def _axis_options(unroll: Unroll, extents: Mapping[str, int], array: tuple[int, int]) -> list[Spatial]:
+    rows_dims = unroll.rows if unroll.kind == "dims" else DIMS
+    cols_dims = unroll.cols if unroll.kind == "dims" else DIMS
+    by_rows = axis_splits(extents, array[0], rows_dims)
+    by_cols = axis_splits(extents, array[1], cols_dims)
+    out = []
+    for r, c in itertools.product(by_rows, by_cols):
+        if unroll.replicate:
+            r = _replicate(r, extents, array[0], c)
+            c = _replicate(c, extents, array[1], r)
+        total: dict[str, int] = {}
+        for d, n in r + c:
+            total[d] = total.get(d, 1) * n
+        if not all(splits_evenly(extents[d], n) for d, n in total.items()):
+            continue
+        stacks = tuple(Stack(d, n, 1) for d, n in r) + tuple(Stack(d, 1, n) for d, n in c)
+        out.append(Spatial(stacks, note=unroll.text))
+    return _best_used(out) or [Spatial()]
+
+
+def axis_splits(extents: Mapping[str, int], size: int, dims: Sequence[str],
+                most: int = MAX_DIMS_PER_AXIS) -> list[tuple[tuple[str, int], ...]]:
+    """Ways to spread at most ``most`` of ``dims`` over ``size`` units (each
+    evenly), keeping those that use the most units."""
+    dims = [d for d in dims if extents.get(d, 1) > 1]
+    best: list[tuple[tuple[str, int], ...]] = [()]
+    used = 1
+    for k in range(1, most + 1):
+        for combo in itertools.combinations(dims, k):
+            for counts in itertools.product(*(range(2, min(size, extents[d]) + 1) for d in combo)):
+                n = math.prod(counts)
+                if n > size or n < used or not all(splits_evenly(extents[d], c)
+                                                   for d, c in zip(combo, counts, strict=True)):
+                    continue
+                if n > used:
+                    best, used = [], n
+                best.append(tuple(zip(combo, counts, strict=True)))
+        if used == size:
+            break  # two dims only where one cannot fill the axis
+    return best
+
+
+def _replicate(axis: tuple[tuple[str, int], ...], extents: Mapping[str, int], size: int,
+               other: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """Fill what is left of an axis with one more dim (replication), if any fits."""
+    left = size // max(math.prod(n for _, n in axis), 1)
+    if left < 2:
+        return axis
+    taken = {d for d, _ in axis + other}
+    for d in DIMS:
+        if d in taken or extents.get(d, 1) < 2:
+            continue
+        n = min(left, extents[d])
+        while n > 1 and not splits_evenly(extents[d], n):
+            n -= 1
+        if n > 1:
+            return axis + ((d, n),)
+    return axis
+
+
+def _best_used(options: list[Spatial]) -> list[Spatial]:
+    if not options:
+        return []
+    used = [math.prod(s.count for s in o.stacks) for o in options]
+    top = max(used)
+    return [o for o, u in zip(options, used, strict=True) if u == top]
+
+
+__all__ = ["MAX_DIMS_PER_AXIS", "PARTITION_DIMS", "Spatial", "axis_splits", "spatial_options"]

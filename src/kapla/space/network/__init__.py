@@ -1,0 +1,1 @@
+"""TANGRAM's network space: candidate segments, node regions and inter-layer schemes."""

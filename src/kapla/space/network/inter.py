@@ -1,0 +1,308 @@
+"""Inter-layer schemes of a candidate segment, their data flow, and KAPLA's quick judgement of them.
+
+An :class:`InterScheme` says how a candidate segment runs: its slots on node
+regions (spatial pipelining) or all its layers on the whole array (temporal),
+the batch split into ``groups`` (ALLO), and whether the weights are pinned.
+
+Weights are pinned (loaded once, kept in the node buffers over every batch)
+by one of two rules. kapla's: all the network's weights fit in
+``PIN_FRACTION`` of the chip's buffers, every node keeps an equal share
+(:func:`pin_reserve`) and every segment of the schedule runs beside them.
+TANGRAM's (nn_dataflow's ``no_time_mux`` resources): the whole network is
+one segment whose every slot holds at most one layer with weights, and each
+slot keeps its own weights in its own region (:func:`tangram_pins`).
+
+This module works out where each layer's data come from and go to
+(:func:`placements`, :func:`feed_of`), enumerates the schemes of a segment
+(:func:`inter_schemes`), and judges them without solving any layer: the
+conservative validity test :func:`may_fit`, the compulsory-traffic
+:func:`estimate` (calibrated per layer by :func:`calibration`) and
+:func:`pareto` pruning. :mod:`kapla.search.network.tangram.scheduler` runs the search.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.segment import LayerPlacement, Region
+from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.model.evaluate import STATIC, Feed
+from kapla.model.hardware import node_buffer_words, node_level
+from kapla.model.segment import SegmentCost, dram_distance, output_words
+from kapla.space.network.segments import SegmentPlan, allocate_regions
+from kapla.workload.layer import Layer
+from kapla.workload.network import Network
+
+GROUPS = (1, 4, 16)  # ALLO batch groups tried per segment
+PIN_FRACTION = 0.5  # pinned weights may take at most this share of the chip's node buffers
+
+
+@dataclass(frozen=True)
+class InterScheme:
+    """One way to run a candidate segment: its slots on regions, batch groups, pinning."""
+
+    layers: tuple[str, ...]
+    slots: tuple[tuple[str, ...], ...]
+    regions: tuple[Region, ...]  # one per slot
+    groups: int = 1
+    pinned: bool = False
+    #: TANGRAM's pinning: per slot, the words per node its pinned weights take
+    #: (0: not pinned). Empty under kapla's rule: every slot keeps the search's reserve.
+    pins: tuple[int, ...] = ()
+
+    @property
+    def layout(self) -> str:
+        if len(self.layers) == 1:
+            return "single"
+        return "spatial" if len(self.slots) > 1 else "temporal"
+
+    def slot_index(self, name: str) -> int:
+        for i, slot in enumerate(self.slots):
+            if name in slot:
+                return i
+        raise KeyError(name)
+
+    def region_of(self, name: str) -> Region:
+        return self.regions[self.slot_index(name)]
+
+    def pin_words(self, name: str, reserve: int) -> int:
+        """Words per node that pinned weights take in ``name``'s region;
+        ``reserve``: every node's share under kapla's rule."""
+        if not self.pinned:
+            return 0
+        return self.pins[self.slot_index(name)] if self.pins else reserve
+
+    def pins_weights_of(self, name: str) -> bool:
+        """Whether ``name``'s slot keeps its weights on chip."""
+        return self.pinned and (not self.pins or self.pins[self.slot_index(name)] > 0)
+
+
+# ---------------------------------------------------------------- data flow of a segment
+
+def _words(layer: Layer, batch: int, kind: Kind, written: bool | None = None) -> int:
+    dims = layer_dims(layer, batch)
+    return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer)
+               if r.kind == kind and (written is None or r.written == written))
+
+
+def weight_words(layer: Layer, batch: int = 1) -> int:
+    return _words(layer, batch, Kind.WGT, written=False)
+
+
+def onchip_producers(net: Network, name: str, inside: set[str]) -> tuple[str, ...]:
+    """The producers whose fmaps reach ``name`` on chip: all of them, if all are in the segment."""
+    producers = net.producers(name)
+    if producers and all(p in inside for p in producers):
+        return tuple(producers)
+    return ()
+
+
+def writes_dram(net: Network, name: str, inside: set[str]) -> bool:
+    """The output leaves the segment, is a network output, or is kept for training."""
+    consumers = net.consumers(name)
+    if not consumers or name in net.kept:
+        return True
+    return any(c not in inside or not onchip_producers(net, c, inside) for c in consumers)
+
+
+def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, LayerPlacement]:
+    inside = set(inter.layers)
+    out = {}
+    for name in inter.layers:
+        out[name] = LayerPlacement(name, inter.region_of(name), onchip_producers(net, name, inside),
+                                   writes_dram(net, name, inside),
+                                   net[name].has_weights and inter.pins_weights_of(name))
+    return out
+
+
+def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
+    hops = None
+    if place.onchip_inputs:
+        sources = [inter.region_of(p) for p in place.onchip_inputs]
+        hops = sum(place.region.distance(s) for s in sources) / len(sources)
+    return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
+                dram_hops=dram_distance(arch, place.region))
+
+
+def pin_reserve(net: Network, arch: ArchSpec) -> int | None:
+    """kapla's rule: words each node keeps for pinned weights, or None if the weights cannot be pinned."""
+    nodes = arch.node_array[0] * arch.node_array[1]
+    total = sum(weight_words(layer) for layer in net)
+    if total == 0 or total > PIN_FRACTION * nodes * node_buffer_words(arch, "wgt"):
+        return None
+    return -(-total // nodes)
+
+
+def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: tuple[tuple[str, ...], ...],
+                 regions: tuple[Region, ...]) -> tuple[int, ...] | None:
+    """TANGRAM's rule: per slot, the words per node of its weights pinned in its region; None if it does not apply.
+
+    nn_dataflow pins a layer's weights only when the segment is the whole
+    network and no region runs two layers with weights one after another
+    (its ``no_time_mux``): then nothing else ever needs that region's
+    buffers. A slot pins when its weights, spread over its region's nodes,
+    leave room in each node's buffer; whether the layers' own blocks then
+    fit beside them is for their solves, which get the rest
+    (:func:`kapla.model.hardware.with_node_reserve`). A slot whose weights
+    fill its buffers does not pin (0).
+    """
+    if len(layers) != len(net) or any(sum(net[n].has_weights for n in slot) > 1 for slot in slots):
+        return None
+    room = node_buffer_words(arch, "wgt")
+    pins = []
+    for slot, region in zip(slots, regions, strict=True):
+        words = -(-sum(weight_words(net[n]) for n in slot) // region.nodes)
+        pins.append(words if words < room else 0)
+    return tuple(pins) if any(pins) else None
+
+
+# ---------------------------------------------------------------- candidate schemes
+
+def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool) -> list[InterScheme]:
+    """Every inter-layer scheme of a candidate segment on ``arch``; ``pinned``:
+    under kapla's rule (the search's pinned run), else unpinned and, for a
+    segment that is the whole network, pinned by TANGRAM's rule as well."""
+    whole = Region((0, 0), arch.node_array)
+    layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[Region, ...]]]
+    if len(plan) == 1:
+        layouts = [(plan.slots, (whole,))]
+        groups: tuple[int, ...] = (1,)
+    else:
+        layouts = []
+        if arch.options.spatial_layer_pipe and len(plan.slots) > 1:
+            regions = allocate_regions(net, plan.slots, arch.node_array)
+            if regions is not None:
+                layouts.append((plan.slots, regions))
+        if arch.options.temporal_layer_pipe:
+            layouts.append(((plan.layers,), (whole,)))
+        groups = tuple(g for g in GROUPS if net.batch % g == 0 and g <= net.batch)
+    out = []
+    for slots, regions in layouts:
+        tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
+        for g in groups:
+            out.append(InterScheme(plan.layers, slots, regions, g, pinned))
+            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins) for pins in pin_choices(tangram))
+    return out
+
+
+def pin_choices(pins: tuple[int, ...] | None) -> list[tuple[int, ...]]:
+    """Every non-empty choice of the slots that pin among those that may, most first.
+
+    nn_dataflow pins layer by layer, wherever a layer's weights fit beside
+    its blocks and that is cheapest; here each choice is a scheme of its own,
+    so every scheme says exactly what is pinned and an exhaustive search
+    finds the best choice.
+    """
+    if pins is None:
+        return []
+    may = [i for i, words in enumerate(pins) if words]
+    choices = []
+    for size in range(len(may), 0, -1):
+        for chosen in itertools.combinations(may, size):
+            choices.append(tuple(words if i in chosen else 0 for i, words in enumerate(pins)))
+    return choices
+
+
+def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> bool:
+    """False only if no intra-layer scheme can make ``inter`` valid: a forwarded
+    fmap piece must fit the buffers of the region that receives it."""
+    inside = set(inter.layers)
+    for name in inter.layers:
+        producers = onchip_producers(net, name, inside)
+        if not producers:
+            continue
+        per_node = node_buffer_words(arch, "ifm") - inter.pin_words(name, reserve)
+        piece = sum(output_words(net[p], net.batch) for p in producers) / inter.groups
+        if per_node <= 0 or piece > inter.region_of(name).nodes * per_node:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A quick cost estimate of an inter-layer scheme from its compulsory traffic."""
+
+    energy: float
+    time: float
+    dram_words: float
+    onchip_words: float
+    groups: int = 1
+
+    def objective(self, name: str) -> float:
+        return {"energy": self.energy, "latency": self.time, "edp": self.energy * self.time}[name]
+
+    def dominates(self, other: Estimate) -> bool:
+        # More batch groups shorten the pipeline but shrink every block (more
+        # buffer and bus traffic), which the estimate does not see: a scheme
+        # only dominates one with at most as many groups.
+        mine = (self.dram_words, self.onchip_words, self.time, self.groups)
+        theirs = (other.dram_words, other.onchip_words, other.time, other.groups)
+        return all(a <= b for a, b in zip(mine, theirs, strict=True)) and mine != theirs
+
+
+def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
+             scale: Mapping[str, tuple[float, float]] | None = None) -> Estimate:
+    """Every word that must cross DRAM or the NoC once, every MAC at full PE
+    utilisation, weights refetched per batch group when they cannot stay in
+    the region's buffers, the pipeline's fill and drain, and static energy.
+
+    ``scale`` calibrates each layer's energy (static aside) and time by the
+    ratio of its solved single-layer cost to this estimate of it: what the
+    compulsory traffic misses (register, bus and buffer accesses, refetches,
+    idle PEs) is much the same wherever the layer runs.
+    """
+    batch = net.batch
+    dram_e = arch.levels[-1].access_energy
+    pes = arch.pe_array[0] * arch.pe_array[1]
+    places = placements(net, arch, inter)
+    total = 0.0
+    dram_total = onchip_total = 0.0
+    layer_time: dict[str, float] = {}
+    for name in inter.layers:
+        energy = 0.0
+        layer, place = net[name], places[name]
+        feed = feed_of(inter, place, arch)
+        ifm = _words(layer, batch, Kind.IFM, written=False)
+        wgt = weight_words(layer, batch)
+        out = output_words(layer, batch)
+        dram = 0.0
+        if feed.ifm_hops is None:
+            dram += ifm
+        else:
+            onchip_total += ifm
+            energy += ifm * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
+        if not feed.pinned:
+            room = place.region.nodes * (node_buffer_words(arch, "wgt") - inter.pin_words(name, reserve)) / 2
+            dram += wgt * (inter.groups if wgt > room else 1)
+        if feed.to_dram:
+            dram += out
+        dram_total += dram
+        energy += dram * (dram_e + (feed.dram_hops or 0.0) * arch.hop_energy)
+        energy += layer.loop_ops * batch * arch.mac_energy
+        compute = layer.loop_ops * batch / (place.region.nodes * pes)
+        layer_time[name] = max(compute, dram / arch.dram_bandwidth_words)
+        if scale is not None and name in scale:
+            energy *= scale[name][0]
+            layer_time[name] *= scale[name][1]
+        total += energy
+    slot_times = [sum(layer_time[n] for n in slot) for slot in inter.slots]
+    longest = max(slot_times)
+    seg_time = max(longest + (sum(slot_times) - longest) / inter.groups, dram_total / arch.dram_bandwidth_words)
+    return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total, inter.groups)
+
+
+def calibration(net: Network, arch: ArchSpec, single: InterScheme, cost: SegmentCost,
+                reserve: int = 0) -> tuple[float, float]:
+    """(energy, time) factors from a layer's estimate alone to its solved cost."""
+    raw = estimate(net, arch, single, reserve)
+    raw_dynamic = raw.energy - raw.time * arch.static_energy
+    dynamic = cost.total_energy - cost.energy.get(STATIC, 0.0)
+    return (dynamic / raw_dynamic if raw_dynamic > 0 else 1.0, cost.time / raw.time if raw.time > 0 else 1.0)
+
+
+def pareto(schemes: list[tuple[InterScheme, Estimate]]) -> list[tuple[InterScheme, Estimate]]:
+    """The schemes no other scheme of the same segment beats in every traffic count and time."""
+    return [(s, e) for s, e in schemes if not any(o.dominates(e) for _, o in schemes)]

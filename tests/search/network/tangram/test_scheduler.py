@@ -1,0 +1,146 @@
+"""Whole-network scheduling: inter-layer schemes, pruning, DP, and TANGRAM's qualitative results."""
+
+import pytest
+
+from kapla.api import schedule
+from kapla.arch import load_arch
+from kapla.model import evaluate
+from kapla.scheduling.layers import LayerService
+from kapla.scheduling.run import run_parts
+from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.network.tangram.scheduler import MAX_SEGMENT, kapla_dp
+from kapla.search.network.tangram.segment_solver import SegmentSolver
+from kapla.space.network.inter import inter_schemes, pin_reserve, weight_words
+from kapla.space.network.segments import segment_plans
+from kapla.workload.zoo import get_network
+
+
+def schedule_network(net, arch, solver, objective="energy", scheduler=None, jobs=None):
+    """TANGRAM's segment DP (KAPLA's policy unless given) with ``solver`` for the layers."""
+    return run_parts(net, arch, scheduler or kapla_dp(), solver, objective, jobs=jobs)
+
+
+MULTINODE = load_arch("multinode")
+SMALL = load_arch("multinode").with_node_region(4, 4)
+
+
+@pytest.fixture(scope="module")
+def alexnet_small():
+    net = get_network("alexnet", 16)
+    return net, schedule_network(net, SMALL, KaplaIntraSolver())
+
+
+def test_network_schedule_is_valid_and_never_worse_than_layer_by_layer(alexnet_small):
+    net, result = alexnet_small
+    assert result.valid
+    assert [lr.name for lr in result.layers] == [layer.name for layer in net]
+    assert sorted(n for seg in result.segments for n in seg) == sorted(layer.name for layer in net)
+    assert result.energy_j == pytest.approx(sum(result.energy.values()))
+    # every layer's scheme passes the evaluator's check on its own region
+    for lr in result.layers:
+        (r0, c0), (rows, cols) = lr.region
+        assert evaluate(lr.scheme, SMALL.with_node_region(rows, cols, origin=(r0, c0))).valid
+    off = SMALL.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
+    layerwise = schedule_network(net, off, KaplaIntraSolver())
+    assert all(len(seg) == 1 for seg in layerwise.segments)
+    assert result.energy_j <= layerwise.energy_j * (1 + 1e-9)
+    counts = result.extra["inter_layer_schemes"]
+    assert counts["considered"] >= counts["valid"] >= counts["pareto"] >= 1 and counts["solved"] >= 1
+
+
+def test_scheduling_is_deterministic(alexnet_small):
+    net, result = alexnet_small
+    again = schedule_network(net, SMALL, KaplaIntraSolver())
+    assert again.segments == result.segments and again.energy_j == result.energy_j
+    assert [lr.scheme for lr in again.layers] == [lr.scheme for lr in result.layers]
+
+
+def test_worker_processes_do_not_change_the_result():
+    net = get_network("mlp_m", 16)
+    one = schedule_network(net, SMALL, KaplaIntraSolver(), jobs=1)
+    two = schedule_network(net, SMALL, KaplaIntraSolver(), jobs=2)
+    assert one.segments == two.segments and one.energy_j == two.energy_j
+    assert [lr.scheme for lr in one.layers] == [lr.scheme for lr in two.layers]
+
+
+def test_exhaustive_network_search_is_at_least_as_good_as_kapla():
+    net = get_network("mlp_s", 8)
+    arch = load_arch("multinode").with_node_region(2, 2)
+    kapla = schedule(net, arch, solver="kapla")
+    exhaustive = schedule(net, arch, solver="exhaustive")
+    assert exhaustive.valid and kapla.valid
+    assert exhaustive.energy_j <= kapla.energy_j * 1.01
+    assert exhaustive.extra["inter_layer_schemes"]["solved"] >= kapla.extra["inter_layer_schemes"]["solved"]
+
+
+def test_training_keeps_forward_outputs_in_dram():
+    net = get_network("mlp_s", 16).to_training()
+    result = schedule(net, SMALL)
+    assert result.valid and result.training
+    kept = [layer.name for layer in net if layer.name in net.kept]
+    assert kept
+    for name in kept:
+        # the output tensor is named after its layer
+        assert result.layer(name).cost.accesses["DRAM"].get(name, 0) > 0, f"{name} kept but not written"
+
+
+def test_lstm_weights_are_pinned_on_multinode():
+    net = get_network("lstm_m", 64)
+    assert pin_reserve(net, MULTINODE) is not None
+    result = schedule(net, MULTINODE)
+    assert result.valid and result.pinned
+    for layer in net:
+        if layer.has_weights:
+            accesses = result.layer(layer.name).cost.accesses["DRAM"]
+            assert f"{layer.name}.w" not in accesses
+
+
+@pytest.mark.parametrize(("name", "from_dram"), [("lstm_m", set()), ("mlp_m", set()), ("mlp_l", {"fc2"})])
+def test_an_lstm_cell_and_the_mlps_run_as_one_segment_with_pinned_weights(name, from_dram):
+    """TANGRAM's space: the whole network one pipelined segment of at most five
+    stages, each region keeping its own weights (mlp_l's fc2 alone fills its
+    nodes' buffers); KAPLA's search picks one pinned segment too."""
+    net = get_network(name, 64)
+    plan = next(p for p in segment_plans(net, MAX_SEGMENT)[-1] if len(p) == len(net))
+    choices = [s for s in inter_schemes(net, MULTINODE, plan, pinned=False) if s.pins and s.groups == 1]
+    assert {s.layout for s in choices} == {"spatial"}
+    assert len(choices[0].slots) == sum(layer.has_weights for layer in net)
+    # the scheme with the most slots pinned that has a valid schedule
+    solver = SegmentSolver(net, MULTINODE, LayerService(KaplaIntraSolver(), MULTINODE), ("energy",))
+    candidate, cost = next(found for s in choices if (found := solver.solve(s, "energy")) is not None)
+    assert cost.valid
+    assert {n for n, p in candidate.placements.items() if p.pinned} == {
+        layer.name for layer in net if layer.has_weights and layer.name not in from_dram}
+    # 6.1 MB of weights are more than kapla's rule pins (half the chip's buffers); TANGRAM's pins them region by region
+    assert (pin_reserve(net, MULTINODE) is None) == (name == "mlp_l")
+
+    result = schedule(net, MULTINODE)
+    assert result.valid and result.segments == (plan.layers,)
+    (segment,) = result.segment_details
+    assert result.pinned and segment.pinned
+    assert result.energy_j <= cost.total_energy * (1 + 1e-9)
+    reads = {layer.name for layer in net if layer.has_weights
+             and f"{layer.name}.w" in result.layer(layer.name).cost.accesses["DRAM"]}
+    assert reads == from_dram
+    held = sum(weight_words(layer) for layer in net if layer.has_weights and layer.name not in from_dram)
+    assert result.pinned_load_j == pytest.approx(held * MULTINODE.levels[-1].access_energy)
+
+
+@pytest.mark.parametrize("name", ["alexnet", "googlenet", "lstm_m"])
+def test_pipelining_and_buffer_sharing_lower_energy(name):
+    """TANGRAM's headline: the same search with pipelining (ALLO) and buffer sharing beats it without."""
+    full = schedule(name, "multinode")
+    bare = schedule(name, "multinode", pipelining=False, buffer_sharing=False)
+    assert full.valid and bare.valid
+    assert any(len(seg) > 1 for seg in full.segments)
+    assert full.energy_j < bare.energy_j
+
+
+def test_segment_costs_add_up_to_the_network():
+    net = get_network("mlp_m", 16)
+    result = schedule(net, SMALL)
+    details = result.segment_details
+    assert sum(d.energy_j for d in details) == pytest.approx(result.energy_j)
+    assert sum(d.time_cycles for d in details) == pytest.approx(result.time)
+    assert [d.layers for d in details] == list(result.segments)
+    assert result.to_dict()["segment_details"] == [d.to_dict() for d in details]

@@ -1,0 +1,23 @@
+"""Solving a segment's layers: the outer batch-group loop."""
+
+import pytest
+
+from kapla.arch import load_arch
+from kapla.model import evaluate
+from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.network.tangram.segment_solver import outer_batch
+from kapla.workload.zoo import get_network
+
+SMALL = load_arch("multinode").with_node_region(4, 4)
+
+
+def test_batch_groups_wrap_the_layer_scheme_in_an_outer_batch_loop():
+    net = get_network("alexnet", 64)
+    layer = net["conv3_a"]
+    sub = KaplaIntraSolver().solve(layer, 16, SMALL).scheme
+    whole = outer_batch(sub, layer, 4, None)
+    assert whole.batch == 64 and whole.levels[-1].updates[0].dim == "N"
+    part, full = evaluate(sub, SMALL), evaluate(whole, SMALL)
+    assert full.valid
+    # four groups do four times the work of one
+    assert full.ops == 4 * part.ops and full.time == pytest.approx(4 * part.time)

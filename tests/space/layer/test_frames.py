@@ -1,0 +1,127 @@
+"""The intra-layer space over any memory hierarchy: the exhaustive solver and
+KAPLA are checked by brute force (every frame, every factor split, every loop
+order at every level) on tiny layers on 1-, 2-, 3- and 4-level hierarchies and
+on per-tensor buffers."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from kapla.arch import parse_arch
+from kapla.dataflow.tensors import DIMS
+from kapla.model import evaluate
+from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
+from kapla.space.layer.frames import Blockings, FrameEvaluator, frames
+from kapla.workload.layer import Layer, Op
+
+ND = len(DIMS)
+
+
+def level(name, capacity, array=(1, 1), access=1.0, **extra):
+    return {"name": name, "capacity": capacity, "access_pj": access, "array": list(array), **extra}
+
+
+def spec(name, levels, pe_mapping="free", **extra):
+    return parse_arch({
+        "name": name, "word_bits": 16, "clock_mhz": 500,
+        "levels": levels + [{"name": "DRAM", "access_pj": 200.0, "bandwidth": 8.0}],
+        "array_bus": {"width_bits": 64, "access_pj": 0.5}, "mac_pj": 1.0, "hop_pj": 2.0, "static_pj": 10.0,
+        "pe_mapping": pe_mapping, **extra})
+
+
+HIERARCHIES = {
+    "1-level": spec("one", [level("REGF", 16, (2, 1), 0.1)]),
+    "2-level": spec("two", [level("REGF", 8, (2, 1), 0.1), level("GBUF", 64, access=3.0)], pe_mapping="C|K"),
+    "3-level": spec("three", [level("REGF", 8, (2, 1), 0.1), level("LBUF", 32, access=1.0),
+                              level("GBUF", 128, (2, 1), 4.0, same_level_transfer=True)],
+                    options={"buffer_sharing": True}),
+    "4-level": spec("four", [level("REGF", 8, (1, 2), 0.1), level("ABUF", 16, (1, 1), 0.5),
+                             level("LBUF", 32, (2, 1), 1.0), level("GBUF", 128, access=4.0)]),
+    "per-tensor": spec("split", [level("REGF", 2, (1, 2), 0.1, holds=["wgt"]),
+                                 level("VBUF", {"wgt": 8, "ofm": 8}, (2, 1), 0.5),
+                                 level("GBUF", 64, access=3.0, holds=["ifm", "ofm"])]),
+}
+
+LAYERS = [Layer("f", Op.FC, c=4, k=2, h=1, w=1), Layer("c", Op.CONV, c=2, k=2, h=3, w=1, s=2, r=1)]
+
+
+def brute_force(layer, batch, arch, objective="energy"):
+    """Least (objective, energy) of a valid scheme over every frame, every split of
+    every dim's rest over the unit and the levels, and every order at every level."""
+    best = None
+    for frame in frames(layer, batch, arch):
+        ev = FrameEvaluator(frame, arch)
+        n = len(frame.spatial)
+        dims = frame.dims
+        per_dim = [[s for s in itertools.product(*(range(1, frame.rest[d] + 1),) * n)
+                    if frame.rest[d] % np.prod(s) == 0] for d in dims]
+        for split in itertools.product(*per_dim):
+            unit = np.ones((1, ND), np.int64)
+            counts = [np.ones((1, ND), np.int64) for _ in range(n)]
+            for d, parts in zip(dims, split, strict=True):
+                for lvl in range(n - 1):
+                    counts[lvl][0, d] = parts[lvl + 1]
+                unit[0, d] = parts[0]
+                counts[n - 1][0, d] = frame.rest[d] // int(np.prod(parts))
+            looping = [[j for j in range(ND) if counts[lvl][0, j] > 1] for lvl in range(n)]
+            orders = [[[j for j in range(ND) if j not in lp] + list(p) for p in itertools.permutations(lp)]
+                      for lp in looping]
+            combos = list(itertools.product(*orders))
+            b = Blockings(unit, tuple(counts), np.zeros(len(combos), np.int64),
+                          tuple(np.array([c[lvl] for c in combos], np.int64) for lvl in range(n)))
+            costs = ev.costs(b)
+            value = costs.value(objective)
+            for i in np.flatnonzero(np.isfinite(value)):
+                key = (float(value[i]), float(costs.total[i]))
+                best = key if best is None or key < best else best
+    return best
+
+
+@pytest.mark.parametrize("name", sorted(HIERARCHIES))
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+def test_exhaustive_finds_the_brute_force_optimum_on_any_hierarchy(name, layer):
+    arch = HIERARCHIES[name]
+    result = ExhaustiveIntraSolver().solve(layer, 2, arch)
+    assert result.cost.valid
+    assert evaluate(result.scheme, arch).valid
+    value, _ = brute_force(layer, 2, arch)
+    assert result.cost.total_energy == pytest.approx(value, rel=1e-12)
+
+
+def test_latency_ties_on_a_deep_hierarchy():
+    arch, layer = HIERARCHIES["4-level"], LAYERS[0]
+    result = ExhaustiveIntraSolver().solve(layer, 2, arch, "latency")
+    value, energy = brute_force(layer, 2, arch, "latency")
+    assert result.cost.time == pytest.approx(value, rel=1e-12)
+    assert result.cost.total_energy == pytest.approx(energy, rel=1e-9)
+
+
+def test_every_level_of_a_frame_stays_within_its_array():
+    for arch in HIERARCHIES.values():
+        for frame in frames(LAYERS[1], 2, arch):
+            for sp, lvl in zip(frame.spatial, arch.levels[:-1], strict=True):
+                rows = np.prod([s.rows for s in sp.stacks]) if sp.stacks else 1
+                cols = np.prod([s.cols for s in sp.stacks]) if sp.stacks else 1
+                assert rows <= lvl.array[0] and cols <= lvl.array[1]
+
+
+def test_a_middle_buffer_too_small_is_named():
+    from kapla.errors import KaplaError
+
+    arch = HIERARCHIES["4-level"].with_level("ABUF", capacity=4)
+    with pytest.raises(KaplaError, match=r"layer 'f' does not fit: its smallest block needs \d+ B of ABUF but "
+                                         r"ABUF holds 4 B"):
+        ExhaustiveIntraSolver().solve(LAYERS[0], 2, arch)
+
+
+@pytest.mark.parametrize("name", sorted(HIERARCHIES))
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+def test_kapla_finds_the_brute_force_optimum_on_tiny_layers(name, layer):
+    from kapla.search.layer.kapla.classic import KaplaIntraSolver
+
+    arch = HIERARCHIES[name]
+    result = KaplaIntraSolver().solve(layer, 2, arch)
+    assert result.cost.valid and evaluate(result.scheme, arch).valid and result.evaluated > 0
+    value, _ = brute_force(layer, 2, arch)
+    assert result.cost.total_energy == pytest.approx(value, rel=1e-12)

@@ -1,0 +1,38 @@
+import math
+
+from kapla.arch import load_arch
+from kapla.space.layer.skeletons import factorizations, node_partitions, skeletons, splits_evenly
+from kapla.workload.zoo import get_network
+
+ALEXNET = get_network("alexnet", 64)
+
+
+def test_factorizations_are_complete():
+    assert sorted(factorizations(4, 2)) == [(1, 4), (2, 2), (4, 1)]
+    assert len(factorizations(256, 3)) == math.comb(8 + 2, 2)  # 2^8 over 3 slots
+
+
+def test_even_splits():
+    assert splits_evenly(64, 16) and splits_evenly(55, 5)
+    assert not splits_evenly(55, 16)  # 16 blocks of 4 pad 64 - 55 = 9 > 10 %
+    assert not splits_evenly(60, 16)  # the last of 16 blocks of 4 would be empty
+
+
+def test_partitions_fill_the_region_and_split_evenly():
+    layer = ALEXNET["conv2_a"]
+    full = {"N": 64, **layer.loops}
+    parts = node_partitions(layer, 64, (16, 16))
+    assert parts
+    for p in parts:
+        assert math.prod(s.rows for s in p.stacks) == 16 and math.prod(s.cols for s in p.stacks) == 16
+        assert all(splits_evenly(full[s.dim], s.count) for s in p.stacks)
+    assert len({tuple(sorted(p.factors.items())) for p in parts}) == len(parts)
+
+
+def test_skeletons_cover_sharing_options():
+    arch = load_arch("multinode_4x4")
+    skels = list(skeletons(ALEXNET["conv3_a"], 64, arch))
+    shared = {s.shr for s in skels}
+    assert () in shared and any(s for s in shared)
+    off = list(skeletons(ALEXNET["conv3_a"], 64, arch.with_options(buffer_sharing=False)))
+    assert {s.shr for s in off} == {()} and len(off) < len(skels)

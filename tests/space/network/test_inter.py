@@ -1,0 +1,159 @@
+"""Inter-layer schemes: layouts and batch groups, where data flow, the estimate and validity pruning."""
+
+import pytest
+
+from kapla.arch import load_arch
+from kapla.dataflow.segment import Region
+from kapla.dataflow.tensors import Kind, footprint, layer_dims
+from kapla.model.hardware import node_buffer_words
+from kapla.scheduling.layers import LayerService
+from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.network.tangram.segment_solver import SegmentSolver
+from kapla.space.network.inter import (
+    InterScheme,
+    estimate,
+    inter_schemes,
+    may_fit,
+    pin_choices,
+    pin_reserve,
+    placements,
+    tangram_pins,
+    weight_words,
+)
+from kapla.space.network.segments import SegmentPlan, segment_plans, slots_of
+from kapla.workload.network import NetworkBuilder
+from kapla.workload.zoo import get_network
+
+MULTINODE = load_arch("multinode")
+SMALL = load_arch("multinode").with_node_region(4, 4)
+
+
+def plan(net, *layers):
+    return SegmentPlan(layers, slots_of(net, layers))
+
+
+def net_layers(net):
+    return tuple(layer.name for layer in net)
+
+
+def test_inter_schemes_cover_layouts_and_batch_groups():
+    net = get_network("alexnet", 64)
+    schemes = inter_schemes(net, MULTINODE, plan(net, "conv4_a", "conv5_a", "pool3_a"), pinned=False)
+    layouts = {(s.layout, s.groups) for s in schemes}
+    assert layouts == {(lay, g) for lay in ("spatial", "temporal") for g in (1, 4, 16)}
+    spatial = next(s for s in schemes if s.layout == "spatial")
+    assert spatial.slots == (("conv4_a",), ("conv5_a", "pool3_a")) and len(spatial.regions) == 2
+    # with pipelining off in the hardware only the single-layer segments remain
+    off = MULTINODE.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
+    assert inter_schemes(net, off, plan(net, "conv4_a", "conv5_a"), pinned=False) == []
+    # batch 1 cannot be split into groups
+    one = get_network("alexnet", 1)
+    assert {s.groups for s in inter_schemes(one, MULTINODE, plan(one, "conv4_a", "conv5_a"), False)} == {1}
+
+
+def test_forwarding_keeps_the_intermediate_fmap_off_dram_in_the_estimate():
+    net = get_network("alexnet", 64)
+    seg = next(s for s in inter_schemes(net, MULTINODE, plan(net, "conv4_a", "conv5_a"), False)
+               if s.layout == "spatial" and s.groups == 1)
+    places = placements(net, MULTINODE, seg)
+    assert places["conv5_a"].onchip_inputs == ("conv4_a",)
+    assert not places["conv4_a"].to_dram and places["conv5_a"].to_dram  # pool3_a is outside
+    single = [InterScheme((n,), ((n,),), (Region((0, 0), (16, 16)),)) for n in seg.layers]
+    together = estimate(net, MULTINODE, seg)
+    apart = [estimate(net, MULTINODE, s) for s in single]
+    # exactly conv4's output write and conv5's input read leave DRAM
+    conv4_out = 64 * 192 * 13 * 13
+    conv5 = net["conv5_a"]
+    conv5_in = footprint(Kind.IFM, layer_dims(conv5, 64), conv5)
+    assert sum(e.dram_words for e in apart) - together.dram_words == pytest.approx(conv4_out + conv5_in)
+    assert together.onchip_words == conv5_in
+
+
+def test_validity_pruning_rejects_a_forwarded_piece_no_region_can_hold():
+    net = get_network("vgg16", 64)
+    seg = next(s for s in inter_schemes(net, SMALL, plan(net, "conv1_1", "conv1_2"), False)
+               if s.layout == "temporal" and s.groups == 1)
+    # 64 x 64 x 224 x 224 words cannot wait in 16 nodes' buffers, even split in 16 groups
+    assert not may_fit(net, SMALL, seg, reserve=0)
+    small = get_network("mlp_s", 64)
+    seg = inter_schemes(small, SMALL, plan(small, "fc1", "fc2"), False)[0]
+    assert may_fit(small, SMALL, seg, reserve=0)
+
+
+# ---------------------------------------------------------------- model pinning
+
+def whole(net):
+    """The segment that is the whole network, as segment_plans cuts it."""
+    return next(p for p in segment_plans(net, 5)[-1] if len(p) == len(net))
+
+
+def spatial(net, arch, pinned=False, groups=1):
+    return [s for s in inter_schemes(net, arch, whole(net), pinned) if s.layout == "spatial" and s.groups == groups]
+
+
+def test_tangram_pins_each_slot_in_its_own_region_where_kaplas_rule_refuses():
+    net = get_network("mlp_l", 64)  # 6.1 MB of weights: more than half of the chip's 8 MiB of buffers
+    assert pin_reserve(net, MULTINODE) is None
+    plain, tangram = spatial(net, MULTINODE)[:2]  # then fewer slots pinned
+    assert not plain.pinned and tangram.pinned
+    pins = tangram_pins(net, MULTINODE, net_layers(net), tangram.slots, tangram.regions)
+    assert tangram.pins == pins
+    room = node_buffer_words(MULTINODE, "wgt")
+    for slot, region, words in zip(tangram.slots, tangram.regions, pins, strict=True):
+        assert words == -(-sum(weight_words(net[n]) for n in slot) // region.nodes) and 0 < words < room
+    # the layers of a pinned slot get what their weights leave of each node's buffer
+    assert tangram.pin_words("fc2", reserve=0) == pins[1] and plain.pin_words("fc2", reserve=0) == 0
+    assert all(p.pinned for p in placements(net, MULTINODE, tangram).values())
+
+
+def test_tangram_pinning_needs_the_whole_network_and_one_weight_layer_per_region():
+    net = get_network("mlp_m", 64)
+    layers = net_layers(net)
+    regions = (Region((0, 0), (16, 16)),)
+    assert tangram_pins(net, MULTINODE, layers, (layers,), regions) is None  # temporal: four FCs take turns
+    assert tangram_pins(net, MULTINODE, layers[:2], ((layers[0],), (layers[1],)),
+                        (Region((0, 0), (16, 8)), Region((0, 8), (16, 8)))) is None  # not the whole network
+    assert not [s for s in inter_schemes(net, MULTINODE, whole(net), False) if s.layout == "temporal" and s.pinned]
+    # a slot whose weights fill its nodes' buffers reads them from DRAM; none at all: no pinned scheme
+    columns = tuple(Region((0, c), (4, 1)) for c in range(4))
+    one = tangram_pins(net, SMALL, layers, tuple((n,) for n in layers), columns)
+    assert one == (0, 0, 0, -(-weight_words(net["fc4"]) // 4))  # fc1 alone: 196,000 words a node
+    b = NetworkBuilder("big", 64)
+    b.fc("fc2", b.fc("fc1", b.input("x", 2048), 2048), 2048)  # 4 M weights each
+    big = b.build()
+    halves = (Region((0, 0), (4, 2)), Region((0, 2), (4, 2)))
+    assert tangram_pins(big, SMALL, ("fc1", "fc2"), (("fc1",), ("fc2",)), halves) is None
+    assert not any(s.pinned for s in inter_schemes(big, SMALL, whole(big), False))
+
+
+def test_kaplas_rule_is_kept_for_schedules_of_several_segments():
+    net = get_network("lstm_m", 64)
+    reserve = pin_reserve(net, MULTINODE)
+    assert reserve is not None
+    part = plan(net, "cell_cand", "cell_igate")
+    schemes = inter_schemes(net, MULTINODE, part, pinned=True)
+    assert schemes and all(s.pinned and not s.pins and s.pin_words("cell_igate", reserve) == reserve for s in schemes)
+    assert not any(s.pinned for s in inter_schemes(net, MULTINODE, part, pinned=False))
+
+
+def test_each_choice_of_pinned_slots_is_a_scheme_and_one_too_full_has_none():
+    net = get_network("mlp_l", 64)
+    full = spatial(net, MULTINODE)[1].pins
+    choices = [s.pins for s in spatial(net, MULTINODE)[1:]]
+    assert choices == pin_choices(full) and len(choices) == 15 and choices[0] == full  # most pins first
+    assert all(s.pinned for s in spatial(net, MULTINODE)[1:])
+    assert pin_choices(None) == [] and pin_choices((0, 7, 0)) == [(0, 7, 0)]
+    # fc2's 1.5 M weights over its 96 nodes leave 759 of 16,384 words per node: its input piece (1,000) does not fit
+    assert full[1] > node_buffer_words(MULTINODE, "wgt") - 1000
+    solver = SegmentSolver(net, MULTINODE, LayerService(KaplaIntraSolver(), MULTINODE), ("energy",))
+    with_fc2 = next(s for s in spatial(net, MULTINODE) if s.pins == full)
+    assert not may_fit(net, MULTINODE, with_fc2, reserve=0) and solver.solve(with_fc2, "energy") is None
+    without = next(s for s in spatial(net, MULTINODE) if s.pins == (full[0], 0, full[2], full[3]))
+    assert may_fit(net, MULTINODE, without, reserve=0)
+    found = solver.solve(without, "energy")
+    assert found is not None and found[1].valid
+    segment, cost = found
+    assert {n for n, p in segment.placements.items() if p.pinned} == {"fc1", "fc3", "fc4"}
+    assert "fc2.w" in cost.layers["fc2"].accesses["DRAM"] and "fc1.w" not in cost.layers["fc1"].accesses["DRAM"]
+    plain = solver.solve(spatial(net, MULTINODE)[0], "energy")
+    assert plain is not None and cost.total_energy < plain[1].total_energy
