@@ -2,7 +2,7 @@
 
 Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
                                   [--budget SECONDS] [--compare NETS] [--no-reference] [--no-exhaustive]
-                                  [--sweep]
+                                  [--sweep] [--baseline REV [--archs multinode,edge,simba] [--solver NAME]]
 
 Part 1 schedules each network on the `multinode` preset at batch 64 with
 KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
@@ -15,6 +15,13 @@ overhead against it is printed, else '-'.
 Part 3 (--sweep) schedules every zoo network, inference and training, on
 `multinode` and `multinode_4x4` at batch 64 and on `edge` at batch 1, and
 checks every result with the evaluator.
+
+--baseline REV runs every zoo network (or --nets), inference and training, on
+each of --archs (batch 64 on multi-node presets, 1 elsewhere) with this tree
+and with git revision REV (its own checkout), case by case in one run, each
+side in its own worker process and one case at a time, and prints both
+energies, their ratio and both wall times; the last lines count the cases
+whose energy is the same, lower and higher here.
 
 Part 1b compares KAPLA with the exhaustive baseline on networks where the
 exhaustive search finishes in minutes on this machine: the small networks
@@ -36,7 +43,7 @@ from rich.console import Console
 from rich.table import Table
 
 import kapla
-from kapla.search.network.tangram.scheduler import SearchBudgetExceeded
+from kapla.search.base import SearchBudgetExceeded
 
 NETS = ("alexnet", "vgg16", "googlenet", "resnet50", "mobilenet", "mlp_l", "lstm_l")
 
@@ -182,6 +189,90 @@ def sweep(console: Console) -> None:
     console.print(f"every schedule valid: {'yes' if not failures else f'NO ({failures} invalid)'}")
 
 
+_SERVER = """
+import json, sys, time
+import kapla
+print("ready", flush=True)
+for line in sys.stdin:
+    net, arch, batch, training, solver = json.loads(line)
+    t = time.perf_counter()
+    try:
+        r = kapla.schedule(net, arch, batch=batch, training=training, solver=solver, jobs=1)
+        out = dict(energy=r.energy_j, time=r.time, valid=r.valid)
+    except kapla.KaplaError as exc:
+        out = dict(error=str(exc))
+    out["seconds"] = time.perf_counter() - t
+    print(json.dumps(out), flush=True)
+"""
+
+
+def _server(root: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.path.join(root, "src")}
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER], cwd=root, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _ask(proc, case) -> dict:
+    import json
+
+    proc.stdin.write(json.dumps(case) + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def against(console: Console, ref: str, nets: list[str], modes: list[str], archs: list[str], solver: str) -> None:
+    """Every case with this tree and with ``ref``, side by side in one run."""
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        base = os.path.join(tmp, "baseline")
+        subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, ref], check=True,
+                       capture_output=True)
+        old, new = _server(base), _server(here)
+        table = Table(title=f"{solver} here against {ref}: energy and wall time per network")
+        for col in ("arch", "batch", "mode", "network", f"{ref} mJ", "here mJ", "ratio", f"{ref} s", "here s"):
+            table.add_column(col, justify="left" if col in ("arch", "mode", "network") else "right")
+        counts = {"same": 0, "lower": 0, "higher": 0, "failed": 0}
+        try:
+            for arch in archs:
+                batch = 64 if arch.startswith("multinode") else 1
+                for mode in modes:
+                    for net in nets:
+                        case = (net, arch, batch, mode == "training", solver)
+                        a, b = _ask(old, case), _ask(new, case)
+                        if "error" in a or "error" in b or not b.get("valid"):
+                            counts["failed"] += 1
+                            row = (arch, str(batch), mode, net, a.get("error", f"{a.get('energy', 0) * 1e3:.4f}"),
+                                   b.get("error", f"{b.get('energy', 0) * 1e3:.4f}"), "-", f"{a['seconds']:.1f}",
+                                   f"{b['seconds']:.1f}")
+                        else:
+                            ratio = b["energy"] / a["energy"]
+                            counts["same" if abs(ratio - 1) <= 1e-9 else "lower" if ratio < 1 else "higher"] += 1
+                            row = (arch, str(batch), mode, net, f"{a['energy'] * 1e3:.4f}",
+                                   f"{b['energy'] * 1e3:.4f}", f"{ratio:.6f}", f"{a['seconds']:.1f}",
+                                   f"{b['seconds']:.1f}")
+                        console.print("  ".join(row), highlight=False)
+                        table.add_row(*row)
+        finally:
+            for proc in (old, new):
+                proc.stdin.close()
+                proc.wait()
+            subprocess.run(["git", "-C", here, "worktree", "remove", "--force", base], capture_output=True)
+    console.print(table)
+    console.print(f"energy here against {ref}: {counts['same']} the same, {counts['lower']} lower, "
+                  f"{counts['higher']} higher, {counts['failed']} failed or invalid")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default=",".join(NETS))
@@ -192,8 +283,18 @@ def main() -> None:
     parser.add_argument("--no-exhaustive", action="store_true")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--sweep", action="store_true", help="only part 3: every zoo network on every preset")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="only: this tree against git revision REV, every case side by side")
+    parser.add_argument("--archs", default="multinode,edge,simba", help="hardware for --baseline")
+    parser.add_argument("--solver", default="kapla", help="solver for --baseline")
     args = parser.parse_args()
     console = Console(width=160)
+    if args.baseline:
+        from kapla.workload.zoo import ZOO
+
+        nets = list(ZOO) if args.nets == ",".join(NETS) else args.nets.split(",")
+        against(console, args.baseline, nets, args.modes.split(","), args.archs.split(","), args.solver)
+        return
     if args.sweep:
         sweep(console)
         return
