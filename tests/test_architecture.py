@@ -1,10 +1,10 @@
 """The import rule of docs/architecture.md, enforced on the source tree.
 
 Each top-level package of kapla imports only itself and the packages left of
-it in :data:`LAYERS`; a layer solver or network scheduler (a package under
-``search/layer/`` or ``search/network/``) never imports another one, and
-nothing outside it imports it: implementations are reached through the
-registry only, which finds them by their entry points.
+it in :data:`LAYERS`; a layer solver, network scheduler or study (a package
+under ``search/layer/``, ``search/network/`` or ``explore/studies/``) never
+imports another one, and nothing outside it imports it: implementations are
+reached through the registry only, which finds them by their entry points.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import kapla
 #: kapla's packages (and top-level modules), from the bottom layer up.
 LAYERS = ("errors", "schemas", "workload", "arch", "dataflow", "model", "space", "search", "scheduling", "report",
           "interop", "api", "explore", "cli")
-IMPLEMENTATIONS = ("search.layer", "search.network")  # each subpackage of these is one implementation
+IMPLEMENTATIONS = ("search.layer", "search.network", "explore.studies")  # each subpackage: one implementation
 
 SRC = Path(kapla.__file__).resolve().parent
 

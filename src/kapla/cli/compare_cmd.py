@@ -27,7 +27,7 @@ from kapla.workload.load import load_network
 @click.argument("net", default="alexnet")
 @click.option("--arch", "arch_name", default="multinode", show_default=True, metavar="NAME|FILE",
               help="Hardware preset (see `kapla arch list`) or a hardware file.")
-@click.option("--solvers", default="kapla,random", show_default=True, metavar="NAME,...",
+@click.option("--solvers", default="kapla,layerwise,random", show_default=True, metavar="NAME,...",
               help="Registered solvers to run (`kapla solvers` lists them), e.g. exhaustive,random,kapla.")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -122,6 +122,35 @@ class LayerSpace:
             if np.any(pick):
                 yield Blockings(unit[part], tuple(c[part] for c in counts), rows[pick],
                                 tuple(o[pick] for o in orders))
+
+    def assignment(self, frame: int, unit: Mapping[str, int], counts: Sequence[Mapping[str, int]],
+                   orders: Sequence[Sequence[str]] = ()) -> Blockings:
+        """One point of the frame from a factor assignment, as a one-candidate
+        :class:`Blockings`: ``unit`` the register block's factors beyond the
+        frame's spatial unit, ``counts`` each on-chip level's loop counts
+        (innermost level first), ``orders`` each level's loop order (dims
+        outermost first; dims left out follow in the usual order). A dim
+        left out of ``unit`` or a count is 1. What a MIP or a learned search
+        decodes its answer into; ValueError when the factors do not cover
+        the frame exactly."""
+        rest = self.frames[frame].rest
+        levels = len(self.frames[frame].spatial)
+        if len(counts) != levels or len(orders) not in (0, levels):
+            raise ValueError(f"frame {frame} has {levels} levels: give counts (and orders) for each")
+        for name in [*unit, *(d for c in counts for d in c), *(d for o in orders for d in o)]:
+            if name not in DIMS:
+                raise ValueError(f"unknown dim '{name}' (dims: {', '.join(DIMS)})")
+        u = np.array([[int(unit.get(d, 1)) for d in DIMS]], dtype=np.int64)
+        cs = tuple(np.array([[int(c.get(d, 1)) for d in DIMS]], dtype=np.int64) for c in counts)
+        covered = u[0] * np.prod(np.stack([c[0] for c in cs]), axis=0)
+        for j, d in enumerate(DIMS):
+            if covered[j] != rest[j]:
+                raise ValueError(f"dim {d}: the factors cover {covered[j]} of the {rest[j]} steps the frame leaves")
+        perms = []
+        for lvl in range(levels):
+            named = [DIMS.index(d) for d in (orders[lvl] if orders else ())]
+            perms.append(np.array([named + [j for j in range(len(DIMS)) if j not in named]], dtype=np.int64))
+        return Blockings(u, cs, np.zeros(1, dtype=np.int64), tuple(perms))
 
     # ------------------------------------------------------------ costs
 

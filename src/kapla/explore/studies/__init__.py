@@ -1,0 +1,1 @@
+"""Built-in studies, one package each, registered as plug-ins."""
