@@ -37,15 +37,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
 import kapla
-from kapla.arch import parse_arch
+from kapla.arch import load_arch
 from kapla.cli.common import progress_bar
 from kapla.explore.compare import OK, Comparison, compare, plot
+from kapla.explore.variants import vary
 from kapla.scheduling.store import LayerStore
 
 # The paper's headline claims (KAPLA, Sec. VI), printed beside the measurements.
@@ -144,19 +142,6 @@ def _summary(case: str, solvers: list[str], done: list[Comparison]) -> None:
 
 # ---------------------------------------------------------------- Table V
 
-def _variant(base: str, change: dict, label: str):
-    """The preset ``base`` with ``change`` applied to its YAML (levels by name)."""
-    data = yaml.safe_load((resources.files("kapla.arch.presets") / f"{base}.yaml").read_text())
-    data["name"] = f"{base} {label}"
-    for key, value in change.items():
-        level, _, field = key.partition(".")
-        if field:
-            next(lvl for lvl in data["levels"] if lvl["name"] == level)[field] = value
-        else:
-            data[key] = value
-    return parse_arch(data, label)
-
-
 # (label, nodes, PEs per node, GBUF, REGF, batch, changes to multinode_4x4); static power grows with the nodes
 HARDWARE = [
     ("base", "4x4", "8x8", "32 KiB", "64 B", 64, {}),
@@ -175,7 +160,7 @@ def hardware_study(args, store) -> None:
     print(f"{'variant':<9} {'batch':>5} {'nodes':>5} {'PEs':>5} {'GBUF':>7} {'REGF':>6} "
           + " ".join(f"{n:>10}" for n in nets) + f" {'mean':>7}", flush=True)
     for label, nodes, pes, gbuf, regf, batch, change in HARDWARE:
-        arch = _variant("multinode_4x4", change, label)
+        arch = vary(load_arch("multinode_4x4"), change, name=f"multinode_4x4 {label}")
         overheads = []
         for net in nets:
             with progress_bar(f"{label} {net}", f"{label} {net}") as progress:
