@@ -14,7 +14,7 @@ from kapla.search.result import ScheduleResult, Step, from_steps
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.network.inter import InterScheme, feed_of, placements
 from kapla.space.network.segments import schedule_order
-from kapla.space.problem import Problem, shape_key
+from kapla.space.problem import Problem
 
 
 class LayerwiseScheduler(NetworkScheduler):
@@ -31,11 +31,10 @@ class LayerwiseScheduler(NetworkScheduler):
         keys = []
         for inter, place in zip(singles, places, strict=True):
             layer = net[place.layer]
-            feed = feed_of(inter, place, arch)
-            key = (shape_key(layer), net.batch, feed)  # all a layer's solve depends on, on this hardware
-            keys.append(key)
-            if key not in jobs and not layers.known(key, objective):
-                jobs[key] = (Problem(layer, net.batch, arch, objective, feed), (objective,))
+            problem = Problem(layer, net.batch, arch, objective, feed_of(inter, place, arch))
+            keys.append(problem.key)
+            if problem.key not in jobs and not layers.known(problem.key, objective):
+                jobs[problem.key] = (problem, (objective,))
         progress = task.progress
 
         def solved(done: int, total: int) -> None:
