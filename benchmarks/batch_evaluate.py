@@ -25,7 +25,7 @@ from kapla.arch import load_arch
 from kapla.model import evaluate
 from kapla.search.layer.exhaustive.solver import _blockings
 from kapla.space.layer.batch import enumerate_and_cost, enumerate_blockings
-from kapla.space.layer.skeletons import skeletons
+from kapla.space.layer.classic_view import skeletons
 from kapla.workload.zoo import get_network
 
 CASES = [

@@ -20,7 +20,8 @@ from kapla.model.hardware import hardware
 from kapla.model.nests import from_schemes
 from kapla.model.traffic import traffic
 from kapla.space.layer.batch import enumerate_and_cost
-from kapla.space.layer.skeletons import build_scheme, skeletons
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import build_scheme
 from kapla.workload.zoo import get_network
 
 REFERENCE_FC3_DRAM = 321_920 * 25.6  # segment time x DRAM words per cycle

@@ -14,7 +14,8 @@ from kapla.model.evaluate import ITCN, Feed
 from kapla.model.nests import from_schemes
 from kapla.model.rules import used_units
 from kapla.space.layer.batch import enumerate_and_cost
-from kapla.space.layer.skeletons import build_scheme, skeletons
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import build_scheme
 from kapla.workload.zoo import get_network
 
 ARCH = load_arch("multinode").with_options(buffer_sharing=False)

@@ -16,7 +16,8 @@ from kapla.model.nests import from_schemes
 from kapla.search.base import NoSchemeError
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver, lower_bound
 from kapla.search.layer.kapla.classic import KaplaIntraSolver
-from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors, skeletons
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
 from kapla.workload.layer import Layer, Op
 
 SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", capacity=4096)

@@ -34,7 +34,8 @@ from kapla.space.layer.batch import (
     enumerate_and_cost,
     enumerate_blockings,
 )
-from kapla.space.layer.skeletons import build_scheme, skeletons
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import build_scheme
 from kapla.workload.layer import Layer
 from kapla.workload.zoo import get_network
 
@@ -284,7 +285,8 @@ def test_blockings_that_leave_an_idle_iteration_are_rejected():
     of 7 channels on 8 PE rows makes node blocks of 56, and 16 x 56 overshoots 832
     by a whole block. The scalar check and the batch verdict must agree."""
     from kapla.space.layer.batch import BatchEvaluator, _candidates, active_dims
-    from kapla.space.layer.skeletons import build_scheme, coverage_ok, skeletons
+    from kapla.space.layer.classic_view import skeletons
+    from kapla.space.layer.skeletons import build_scheme, coverage_ok
     from kapla.workload.zoo import get_network
 
     arch = load_arch("multinode")

@@ -1,7 +1,8 @@
 import math
 
 from kapla.arch import load_arch
-from kapla.space.layer.skeletons import factorizations, node_partitions, skeletons, splits_evenly
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import factorizations, node_partitions, splits_evenly
 from kapla.workload.zoo import get_network
 
 ALEXNET = get_network("alexnet", 64)

@@ -71,8 +71,9 @@ class Frame:
         return " | ".join(parts + ([f"shr {shared}"] if shared else [])) or "no unrolling"
 
 
-def frames(layer: Layer, batch: int, arch: ArchSpec) -> list[Frame]:
-    """Every frame of ``layer`` on ``arch`` whose blocks tile the layer."""
+def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list[Frame]:
+    """Every frame of ``layer`` on ``arch`` whose blocks tile the layer; ``relax=False`` leaves out the
+    relaxed template mappings (strips and partial filters, offered where whole rows or filters do not fit)."""
     full = layer_dims(layer, batch)
     n = len(arch.levels) - 1
     names = arch.level_names[:n]
@@ -84,7 +85,7 @@ def frames(layer: Layer, batch: int, arch: ArchSpec) -> list[Frame]:
         if level < 0:
             found.append((chosen, tuple(extents[d] for d in DIMS)))
             return
-        for sp in spatial_options(arch, level, layer, extents):
+        for sp in spatial_options(arch, level, layer, extents, relax):
             covered = sp.covered()
             inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
             descend(level - 1, inner, (sp,) + chosen)

@@ -15,25 +15,27 @@ part of the directives:
    updates) and the loops between DRAM and GBUF (GBUF-level updates), each
    level with a loop order.
 
-Steps 1-3 form a :class:`Skeleton`; :func:`build_scheme` adds step 4.
+Steps 1-3 form a :class:`Skeleton`; :func:`build_scheme` adds step 4. The
+skeletons of a layer are not enumerated here: they are the frames of the one
+layer space (:mod:`kapla.space.layer.frames`) seen by the fast evaluator of
+classic three-level hierarchies (:mod:`kapla.space.layer.classic_view`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.mapping import PeMapping, pe_mappings
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, layer_dims, tensor_roles
+from kapla.dataflow.mapping import PeMapping
+from kapla.dataflow.tensors import RELEVANT, Kind, layer_dims, tensor_roles
 from kapla.model.nests import from_schemes
-from kapla.model.rules import coverage, lists_coverage
+from kapla.model.rules import coverage
 from kapla.workload.layer import Layer
 
 PARTITION_DIMS = ("N", "G", "C", "K", "Y", "X")
@@ -55,21 +57,6 @@ def factorizations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
 
 def divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)
-
-
-def classic(arch: ArchSpec) -> bool:
-    """The hardware this module's space describes: PE registers under a node
-    buffer under DRAM, every level holding every tensor in one buffer, one word
-    width, a PE-mapping template on the PE array and partitions of the nodes.
-    Other hierarchies are searched through :mod:`kapla.space.layer.frames`."""
-    if len(arch.levels) != 3 or len(set(arch.tensor_bits_of(k) for k in ("ifm", "wgt", "ofm"))) != 1:
-        return False
-    for i in range(2):
-        if arch.capacity_is_split(i) or not all(arch.holds(i, k) for k in ("ifm", "wgt", "ofm")):
-            return False
-        if any(getattr(arch.levels[i], f, None) is not None for f in ("read_pj", "write_pj")):
-            return False
-    return arch.unroll_of(0).kind == "template" and arch.unroll_of(1).kind == "partition"
 
 
 def splits_evenly(extent: int, parts: int) -> bool:
@@ -191,39 +178,6 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
         for kinds in itertools.combinations(sorted(groups), r):
             options.append(tuple((k, groups[k]) for k in kinds))
     return options
-
-
-def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
-    """Every partition x sharing x PE-mapping combination whose blocks tile the layer."""
-    use_sharing = arch.options.buffer_sharing and arch.node_level is not None
-    names = (arch.levels[0].name, arch.levels[1].name)
-    for part, mapping, rest in covering_pairs(layer, batch, arch):
-        for shr in sharing_options(part, layer, use_sharing):
-            yield Skeleton(layer, batch, part, shr, mapping, rest, names)
-
-
-def covering_pairs(layer: Layer, batch: int, arch: ArchSpec) -> list[tuple[NodePartition, PeMapping, tuple]]:
-    """Every node partition x PE mapping whose blocks tile the layer when what
-    is left of each dimension loops at the top (:func:`kapla.model.rules.coverage`),
-    with that remainder per block dim."""
-    full = layer_dims(layer, batch)
-    pairs = []
-    for part in node_partitions(layer, batch, arch.node_array):
-        f = part.factors
-        node = {d: -(-full[d] // f.get(d, 1)) for d in DIMS}
-        for mapping in pe_mappings(arch.pe_mapping, layer, node, arch.pe_array, arch.counting.streams_rows):
-            covered = mapping.covered()
-            pairs.append((part, mapping, tuple((d, -(-node[d] // covered.get(d, 1))) for d in BLOCK_DIMS)))
-    if not pairs:
-        return []
-    # the loops of each pair innermost first, as the directives lay them out:
-    # PE stacks, the mapping's own loops, node stacks, then the remainder
-    loops = [[(st.dim, st.count) for st in m.stacks] + [(lp.dim, lp.count) for lp in reversed(m.inner)]
-             + [(st.dim, st.count) for st in p.stacks] + [(d, n) for d, n in rest if n > 1]
-             for p, m, rest in pairs]
-    units = [[m.unit_dims.get(d, 1) for d in DIMS] for _, m, _ in pairs]
-    ok = lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
-    return [pair for pair, good in zip(pairs, ok, strict=True) if good]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ class Spatial:
     unit: tuple[tuple[str, int], ...] = ()
     inner: tuple[Loop, ...] = ()
     note: str = ""
+    relaxed: bool = False  # a template's mapping with its fixed loops or unit left to loop blocking
 
     def covered(self) -> dict[str, int]:
         """Extent of each dim one pass of the level's units covers."""
@@ -58,17 +59,21 @@ class Spatial:
         return f"{text} ({self.note})" if self.note else text
 
 
-def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[str, int]) -> list[Spatial]:
-    """The spatial choices of ``level`` for a block of ``extents``."""
+def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[str, int],
+                    relax: bool = True) -> list[Spatial]:
+    """The spatial choices of ``level`` for a block of ``extents`` (``relax``: with a template's relaxed
+    mappings where its fixed blocks do not fit)."""
     unroll = arch.unroll_of(level)
     array = arch.levels[level].array
     if unroll.kind == "template":
         assert unroll.template is not None
         mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.streams_rows)
-        if not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
+        out = [Spatial(m.stacks, m.unit, m.inner, m.note) for m in mappings]
+        if relax and not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
             # whole rows or filters do not fit: strips and partial filters, left to loop blocking
-            mappings = [v for m in mappings for v in [m] + relaxed(m)]
-        return [Spatial(m.stacks, m.unit, m.inner, m.note) for m in mappings]
+            out = [s for m, sp in zip(mappings, out, strict=True)
+                   for s in [sp] + [Spatial(v.stacks, v.unit, v.inner, v.note, relaxed=True) for v in relaxed(m)]]
+        return out
     if array == (1, 1):
         return [Spatial()]
     if unroll.kind == "partition":

@@ -21,7 +21,8 @@ from kapla.model.evaluate import FROM_DRAM, Feed
 from kapla.model.validity import check_scheme
 from kapla.search.base import NoSchemeError
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver, lower_bound
-from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors, skeletons
+from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
 from kapla.workload.layer import Layer, Op
 
 SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", capacity=4096)

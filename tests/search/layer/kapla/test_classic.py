@@ -15,7 +15,7 @@ from kapla.search.layer.kapla.classic import (
     estimates,
     rank_skeletons,
 )
-from kapla.space.layer.skeletons import skeletons
+from kapla.space.layer.classic_view import skeletons
 from kapla.workload.layer import Layer, Op
 from kapla.workload.zoo import get_network
 

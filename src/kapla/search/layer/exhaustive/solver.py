@@ -39,6 +39,7 @@ from kapla.model.hardware import channel_distance
 from kapla.model.rules import scheme_buffer_words
 from kapla.search.base import IntraResult, IntraSolver
 from kapla.space.layer.batch import enumerate_and_cost
+from kapla.space.layer.classic_view import classic, skeletons
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.layer_space import Found, LayerSpace
 from kapla.space.layer.skeletons import (
@@ -46,10 +47,8 @@ from kapla.space.layer.skeletons import (
     Blocking,
     Skeleton,
     build_scheme,
-    classic,
     distinct_orders,
     divisors,
-    skeletons,
 )
 from kapla.space.problem import Problem
 from kapla.workload.layer import Layer

@@ -73,6 +73,7 @@ from kapla.space.layer.batch import (
     joint_scores,
     shared_capacity_words,
 )
+from kapla.space.layer.classic_view import classic, skeletons
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.layer.skeletons import (
     BLOCK_DIMS,
@@ -81,13 +82,11 @@ from kapla.space.layer.skeletons import (
     Skeleton,
     build_scheme,
     class_table,
-    classic,
     divisors,
     innermost_table,
     looping_mask,
     order_counts,
     order_product,
-    skeletons,
 )
 from kapla.space.problem import NoSchemeError, Problem
 from kapla.workload.layer import Layer
