@@ -24,6 +24,7 @@ and it is left out of the overhead statistics.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -40,6 +41,7 @@ from intra_layer import distinct_layers  # noqa: E402
 
 from kapla.arch import load_arch  # noqa: E402
 from kapla.model import evaluate  # noqa: E402
+from kapla.solve.base import NoSchemeError  # noqa: E402
 from kapla.solve.exhaustive import ExhaustiveIntraSolver  # noqa: E402
 from kapla.solve.kapla_intra import KaplaIntraSolver  # noqa: E402
 
@@ -64,7 +66,11 @@ def run_one(job):
     if budget == 0:  # KAPLA only
         return row
     t0 = time.perf_counter()
-    e = ExhaustiveIntraSolver(time_budget=budget).solve(layer, batch, arch)
+    try:
+        e = ExhaustiveIntraSolver(time_budget=budget).solve(layer, batch, arch)
+    except NoSchemeError:  # the budget ran out before any valid scheme: nothing to compare with
+        row.update(exhaustive=math.inf, t_exhaustive=time.perf_counter() - t0, capped=True)
+        return row
     t_e = time.perf_counter() - t0
     row.update(exhaustive=e.cost.total_energy, t_exhaustive=t_e, capped=not e.complete,
                valid=row["valid"] and evaluate(e.scheme, arch).valid)
