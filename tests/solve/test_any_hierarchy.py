@@ -15,7 +15,8 @@ from kapla.workload.zoo import get_network
 from tests.workload.onnx_models import mobilenet_v2, resnet18
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-ARCHS = list_presets() + [str(EXAMPLES / "four_level.yaml")]
+ARCHS = list_presets() + [str(EXAMPLES / f"{name}.yaml")
+                          for name in ("four_level", "four_level_pe_buffer", "four_level_l2", "eyeriss_lbuf")]
 
 
 def _check(result, net):
