@@ -205,6 +205,9 @@ def _solve_frames(problem: Problem, budget: float | None) -> _Solved:
             complete = False
             break
         for chunk in space.blockings(frame):
+            if budget is not None and time.perf_counter() - start > budget:
+                complete = False  # a frame may hold many chunks: the budget is checked between them too
+                break
             found = space.best(frame, chunk)
             evaluated += len(chunk)
             if found is not None and (best is None or found.key < best.key):

@@ -18,7 +18,17 @@ tensors and per-tensor buffers come for free:
      with what is left looping at the top; the best ``beam`` go on;
    * *the top two levels together*: every split of what is left between them
      that fits, under every pair of distinct loop orders, with the segment's
-     feed: the best valid blocking is the frame's answer.
+     feed: the best valid blocking is the frame's answer;
+3. the best ``seeds`` blockings the descents end with (over all frames, each
+   frame offering its best few) are **refined locally** by steepest descent,
+   costed under the feed: a prime factor of one dim moved to any other level,
+   one factor moved up while another moves down between adjacent levels
+   (each with the loop orders of the levels it changes re-chosen), every
+   split of two levels' factors between them, or one level's loop order
+   alone, until no neighbour is better.
+
+Frames in which no register block fits are passed over when ranking, so the
+``top`` frames descended all have one.
 
 Candidates are costed in batches by :func:`kapla.model.cost.evaluate_nests`
 and checked against every buffer before they can win.
@@ -31,6 +41,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,11 +53,16 @@ from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows
 from kapla.space.layer.layer_space import Found, LayerSpace
-from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, innermost_orders
+from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, divisors, innermost_orders
 from kapla.space.problem import NoSchemeError, Problem
 
 ND = len(DIMS)
 _ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
+_MAX_REFINED = 4  # frames re-ranked by their register blocks, at most, per frame wanted with a block that fits
+SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
+_REFINE_STEPS = 16  # most steps of the local refinement of a descent's result
+_MAX_CLASSES = 64  # classes of loop orders a refinement step tries at one level, at most
+_MAX_RESPLIT = 4096  # splits of two levels' factors a refinement step tries, at most, per pair of levels
 
 
 @dataclass
@@ -59,13 +75,14 @@ class _State:
     left: np.ndarray  # (8,) what the levels above must still cover
 
 
-def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16) -> tuple[LayerScheme | None, int]:
+def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16,
+                 seeds: int = SEEDS) -> tuple[LayerScheme | None, int]:
     """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
-    return solve_levels_each(problem, (problem.objective,), top, beam, refine)[0]
+    return solve_levels_each(problem, (problem.objective,), top, beam, refine, seeds)[0]
 
 
 def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3,
-                      refine: int = 16) -> list[tuple[LayerScheme | None, int]]:
+                      refine: int = 16, seeds: int = SEEDS) -> list[tuple[LayerScheme | None, int]]:
     """:func:`solve_levels` under each objective: the frames and their ranking
     (by energy, whatever the objective) are shared, each objective descending on its own."""
     space = LayerSpace(problem)
@@ -75,6 +92,7 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     spaces = {objective: space.under(objective) for objective in objectives}
     evaluated = dict.fromkeys(objectives, ranking)
     best: dict[str, Found | None] = dict.fromkeys(objectives)
+    points: dict[str, list[tuple[tuple[float, float], int, _Point]]] = {objective: [] for objective in objectives}
     going = list(spaces)  # the objectives still descending
     for i, states in ranked:
         # frame by frame, each objective's descent in turn: they share the steps
@@ -88,7 +106,16 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             for objective in going:
                 evaluated[objective] += count
         for objective in going:
-            found, count = _descend(spaces[objective], i, states, beam, memo)
+            found, count, ends = _descend(spaces[objective], i, states, beam, memo, seeds)
+            evaluated[objective] += count
+            points[objective] += [(key, i, point) for key, point in ends]
+            now = best[objective]
+            if found is not None and (now is None or better(found.key, now.key)):
+                best[objective] = found
+    # the descents' best ends, whatever their frame, refined locally
+    for objective in objectives:
+        for _, i, point in sorted(points[objective], key=lambda end: end[0])[:seeds]:
+            found, count = _refine(spaces[objective], i, point)
             evaluated[objective] += count
             now = best[objective]
             if found is not None and (now is None or better(found.key, now.key)):
@@ -141,13 +168,18 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tup
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
-    refined = []
-    for i in order[:refine]:
+    refined: list[tuple[float, int]] = []
+    for i in order:
+        # frames in which no register block fits count for nothing: go on down the ranking
+        if len(refined) >= refine or len(blocks) >= _MAX_REFINED * refine:
+            break
         blocks[i], energy, count = _register_blocks(space, i, beam)
         evaluated += count
-        refined.append((energy, i))
+        if blocks[i]:
+            refined.append((energy, i))
     refined.sort()
-    first = list(dict.fromkeys([i for _, i in refined[:top]] + order[:top]))
+    canonical = [i for i in order if blocks.get(i)][:top]
+    first = list(dict.fromkeys([i for _, i in refined[:top]] + canonical))
     chosen = set(first)
     rest = [i for i in order if i not in chosen]
     return [(i, blocks[i]) for i in first] + [(i, None) for i in rest], evaluated
@@ -227,22 +259,24 @@ def _register_blocks(space: LayerSpace, index: int, beam: int) -> tuple[list[_St
 
 
 def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
-             memo: dict | None = None) -> tuple[Found | None, int]:
-    """The frame's best blocking grown from its register blocks ``states``, and
-    the candidates costed. ``memo`` keeps each step's candidates and costs,
-    which do not depend on the objective: the descents of several objectives
-    on one space share the steps where their states agree."""
+             memo: dict | None = None, ends: int = 0
+             ) -> tuple[Found | None, int, list[tuple[tuple[float, float], _Point]]]:
+    """The frame's best blocking grown from its register blocks ``states``, the
+    candidates costed, and its best ``ends`` blockings (distinct factors, with
+    their keys) for :func:`_refine`. ``memo`` keeps each step's candidates and
+    costs, which do not depend on the objective: the descents of several
+    objectives on one space share the steps where their states agree."""
     memo = {} if memo is None else memo
     objective = space.objective
     evaluated = 0
     if not states:
-        return None, evaluated
+        return None, evaluated, []
 
     # ---- middle levels, one at a time, the rest at the top
     for level in range(0, space.evaluator(index).levels - 2):
         step = memoised(memo, ("middle", index, level, _states_key(states)), _middle, space, index, states, level)
         if step is None:
-            return None, evaluated
+            return None, evaluated, []
         src, taken, b, left, costs = step
         evaluated += len(b)
         order = np.lexsort((costs.total, objective.of(costs.total, costs.time)))[: beam * _ROWS_PER_STATE]
@@ -261,9 +295,9 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
     # ---- the top two levels together (the top alone on a one-level chip), with the feed
     top = memoised(memo, ("top", index, _states_key(states)), _top, space, index, states)
     if top is None:
-        return None, evaluated
+        return None, evaluated, []
     b, costs = top
-    return space.best(index, b, costs), evaluated + len(b)
+    return space.best(index, b, costs), evaluated + len(b), _points(b, costs, objective, ends)
 
 
 def _states_key(states: list[_State]) -> tuple[bytes, ...]:
@@ -313,6 +347,178 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
         here = [innermost_orders(t, ND) for t in taken]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     return b, space.score(index, b)
+
+
+@dataclass
+class _Point:
+    """One complete blocking of a frame: unit factors, and each level's loop counts and order."""
+
+    unit: np.ndarray  # (8,)
+    counts: tuple[np.ndarray, ...]  # per level, (8,)
+    orders: tuple[np.ndarray, ...]  # per level, (8,) permutation
+
+    def blockings(self) -> Blockings:
+        return Blockings(self.unit[None, :], tuple(c[None, :] for c in self.counts), np.zeros(1, np.int64),
+                         tuple(o[None, :] for o in self.orders))
+
+
+def _points(b: Blockings, costs, objective, k: int) -> list[tuple[tuple[float, float], _Point]]:
+    """The best ``k`` valid candidates of ``b`` with distinct factors, best first, with their keys."""
+    if k <= 0:
+        return []
+    value = costs.value(objective)
+    out: list[tuple[tuple[float, float], _Point]] = []
+    seen: set[int] = set()
+    for i in np.lexsort((costs.total, value)):
+        if not math.isfinite(value[i]):
+            break
+        f = int(b.rows[i])
+        if f in seen:
+            continue
+        seen.add(f)
+        out.append(((float(value[i]), float(costs.total[i])),
+                    _Point(b.unit[f], tuple(c[f] for c in b.counts), tuple(o[i] for o in b.orders))))
+        if len(out) == k:
+            break
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _primes(n: int) -> tuple[int, ...]:
+    """The distinct prime factors of ``n``."""
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    return tuple(out + ([n] if n > 1 else []))
+
+
+def _refine(space: LayerSpace, index: int, point: _Point) -> tuple[Found | None, int]:
+    """Local refinement of one complete blocking: steepest descent over its
+    neighbours (:func:`_neighbours`: a prime factor of one dim moved to another
+    level, or one factor moved up while another moves down between adjacent
+    levels, each with the loop orders of the levels it changes re-chosen; or
+    one level's loop order alone), costed under the feed, until no neighbour
+    is better or ``_REFINE_STEPS`` steps. The best valid blocking reached
+    (None if even ``point`` is not valid), and the candidates costed."""
+    b = point.blockings()
+    costs = space.score(index, b)
+    evaluated = 1
+    value = costs.value(space.objective)
+    if not math.isfinite(value[0]):
+        return None, evaluated
+    key = (float(value[0]), float(costs.total[0]))
+    for _ in range(_REFINE_STEPS):
+        nb = _neighbours(space.evaluator(index), point)
+        if nb is None:
+            break
+        c = space.score(index, nb)
+        evaluated += len(nb)
+        v = c.value(space.objective)
+        i = space.objective.argbest(v, c.total)
+        new = (float(v[i]), float(c.total[i]))
+        if not math.isfinite(new[0]) or not better(new, key):
+            break
+        f = int(nb.rows[i])
+        point = _Point(nb.unit[f], tuple(x[f] for x in nb.counts), tuple(o[i] for o in nb.orders))
+        key = new
+    return space.best(index, point.blockings()), evaluated
+
+
+def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
+    """The blockings next to ``point`` that fit every buffer (see :func:`_refine`)."""
+    n = ev.levels
+    dims = ev.frame.dims
+    slots = np.stack([point.unit, *point.counts])  # slot 0: the unit, slot j + 1: level j's counts
+    moves: list[np.ndarray] = [slots]
+    for d in dims:
+        for a in range(n + 1):
+            for p in _primes(int(slots[a, d])):
+                for c in range(n + 1):
+                    if c != a:
+                        s = slots.copy()
+                        s[a, d] //= p
+                        s[c, d] *= p
+                        moves.append(s)
+    for a in range(n):  # one factor up and another down across adjacent slots: blocks keep about their size
+        ups = [(d, p) for d in dims for p in _primes(int(slots[a, d]))]
+        downs = [(d, p) for d in dims for p in _primes(int(slots[a + 1, d]))]
+        for (d, p), (e, q) in itertools.product(ups, downs):
+            if d != e:
+                s = slots.copy()
+                s[a, d] //= p
+                s[a + 1, d] *= p
+                s[a + 1, e] //= q
+                s[a, e] *= q
+                moves.append(s)
+    cand = _fitting(ev, np.unique(np.stack(moves), axis=0))
+    # every split of two slots' factors between them, under the current orders
+    resplit = []
+    for a, c in itertools.combinations(range(n + 1), 2):
+        both = (slots[a] * slots[c])[None, :]
+        if math.prod(len(divisors(int(v))) for v in both[0, list(dims)]) > _MAX_RESPLIT:
+            continue
+        _, taken = split_rows(both, dims)
+        s = np.repeat(slots[None, :, :], len(taken), axis=0)
+        s[:, a], s[:, c] = taken, both // taken
+        resplit.append(s)
+    if resplit:
+        whole = _fitting(ev, np.unique(np.concatenate(resplit), axis=0))
+        known = {x.tobytes() for x in cand}
+        extra = [x for x in whole if x.tobytes() not in known]
+    else:
+        extra = []
+    if len(cand) == 0 and not extra:
+        return None
+    layer = ev.frame.layer
+    rows: list[int] = []
+    ords: list[list[np.ndarray]] = [[] for _ in range(n)]
+    for f, s in enumerate(cand):
+        changed = np.any(s != slots, axis=1)
+        if not changed.any():
+            levels = set(range(n))  # the same factors: each level's order alone
+        else:
+            levels = {max(int(j) - 1, 0) for j in np.flatnonzero(changed)}
+        # the current orders, then each changed level under each of its classes of orders
+        rows.append(f)
+        for lvl in range(n):
+            ords[lvl].append(point.orders[lvl])
+        for lvl in sorted(levels):
+            classes = order_classes(layer, s[lvl + 1][None, :])[0]
+            if len(classes) > _MAX_CLASSES:
+                classes = innermost_orders(s[lvl + 1], ND)
+            for o in classes:
+                rows.append(f)
+                for m in range(n):
+                    ords[m].append(o if m == lvl else point.orders[m])
+    if extra:
+        base = len(cand)
+        cand = np.concatenate([cand, np.stack(extra)])
+        for f in range(base, len(cand)):
+            s = cand[f]
+            rows.append(f)
+            for lvl in range(n):
+                ords[lvl].append(point.orders[lvl])
+            # each changed level under each choice of its innermost loop
+            for lvl in sorted({max(int(j) - 1, 0) for j in np.flatnonzero(np.any(s != slots, axis=1))}):
+                for o in innermost_orders(s[lvl + 1], ND):
+                    rows.append(f)
+                    for m in range(n):
+                        ords[m].append(o if m == lvl else point.orders[m])
+    return Blockings(cand[:, 0], tuple(cand[:, j + 1] for j in range(n)), np.array(rows, dtype=np.int64),
+                     tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
+
+
+def _fitting(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
+    """The rows of ``cand`` ``(F, levels + 1, 8)`` (unit factors, then each level's
+    counts) whose blocks fit every buffer."""
+    ok = np.ones(len(cand), dtype=bool)
+    for level in range(ev.levels):
+        ok &= ev.fits(level, ev.block(level, cand[:, 0], [cand[:, j + 1] for j in range(level)]))
+    return cand[ok]
 
 
 __all__ = ["solve_any", "solve_any_each", "solve_levels", "solve_levels_each"]
