@@ -60,7 +60,7 @@ from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
 from kapla.model.hardware import channel_distance
-from kapla.model.objective import objective_of
+from kapla.model.objective import better, objective_of
 from kapla.search.base import IntraResult, IntraSolver, Outcome, memoised
 from kapla.search.layer.kapla.levels import solve_any_each
 from kapla.space.layer.batch import (
@@ -236,9 +236,9 @@ def _rank(skels: list[Skeleton], arch: ArchSpec, refine: int, refine_regf: int, 
             regf = arr.trips * arch.static_energy + _regf_estimates(arr, arch) + dram
             seen = set(head)
             head += [i for i in (int(j) for j in np.argsort(regf, kind="stable")) if i not in seen][:refine_regf]
-        better, blocks = _refined([skels[i] for i in head], arr.take(head), arch, values[head], cache)
+        refined, blocks = _refined([skels[i] for i in head], arr.take(head), arch, values[head], cache)
         chosen = set(head)
-        order = [head[j] for j in np.argsort(better, kind="stable")] + [i for i in order if i not in chosen]
+        order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
     return [skels[i] for i in order], blocks
 
 
@@ -834,7 +834,7 @@ def _descent(sp: _Space, n_units: int, known=None):
             break
         tried.update(frontier)
         found = yield np.array(frontier, dtype=np.int64)
-        if _better(found[1], best[1]):
+        if better(found[1], best[1]):
             best = found
         else:
             break
@@ -851,12 +851,6 @@ def _descent(sp: _Space, n_units: int, known=None):
 
 
 _NONE = (math.inf, math.inf)  # the (objective, energy) of no scheme
-
-
-def _better(new: tuple[float, float], old: tuple[float, float]) -> bool:
-    """``new`` (objective, energy) beats ``old``: a lower objective, or the same
-    with less energy (latency ties), beyond float noise."""
-    return new[0] < old[0] * (1 - 1e-12) or (new[0] <= old[0] and new[1] < old[1] * (1 - 1e-12))
 
 
 @dataclass
