@@ -118,8 +118,19 @@ def _onchip_bytes(arch: ArchSpec, i: int, kind: str | None = None) -> int:
 
 def node_level(arch: ArchSpec) -> int | None:
     """Index of the node level (the outermost on-chip level, whose units the NoC
-    joins), or None for a chip with a single on-chip level."""
-    return len(arch.levels) - 2 if len(arch.levels) >= 3 else None
+    joins, :attr:`ArchSpec.node_level`), or None for a chip with a single on-chip level."""
+    return None if arch.node_level is None else len(arch.levels) - 2
+
+
+def word_energy(arch: ArchSpec, level: int) -> float:
+    """Joules per word access of ``level`` (negative: from DRAM down) as the
+    solvers' estimates count it, from the resolved view the cost model
+    charges: one figure for every tensor, reads and writes alike, which a
+    classic hierarchy guarantees (its levels hold every tensor at one width);
+    elsewhere the input read energy (the output's where the level holds no
+    input). Energies taken from a size table come out as well as given ones."""
+    lvl = hardware(arch).levels[level]
+    return lvl.read[Kind.IFM] if Kind.IFM in lvl.holds else lvl.read[Kind.OFM]
 
 
 def node_buffer_words(arch: ArchSpec, kind: str) -> int:

@@ -143,3 +143,22 @@ def test_a_layer_that_cannot_fit_names_the_layer_and_the_buffer():
     with pytest.raises(KaplaError, match=r"layer 'wide' does not fit: its smallest block needs \d+ B of REGF "
                                          r"but REGF holds 4 B"):
         KaplaIntraSolver().solve(layer, 1, tiny)
+
+
+@pytest.mark.parametrize("solver", ["kapla", "exhaustive", "layerwise"])
+def test_a_classic_hierarchy_with_energies_from_a_size_table_schedules(solver):
+    """The solvers' estimates read energies from the model's resolved view
+    (model.hardware.word_energy), so a three-level design whose energies come
+    from a size table (no access_pj), as a hardware sweep makes, is scheduled,
+    not refused with a traceback."""
+    from kapla.api import schedule
+    from kapla.arch import load_arch
+    from kapla.explore.variants import vary
+    from kapla.space.layer.classic_view import classic
+
+    table = {f"{lvl}.{field}": value for lvl in ("REGF", "GBUF")
+             for field, value in (("access_pj", None), ("energy_table", "interstellar"))}
+    arch = vary(load_arch("edge"), table)
+    assert classic(arch)
+    result = schedule("mlp_s", arch, batch=1, solver=solver, jobs=1)
+    assert result.valid and result.energy_j > 0

@@ -30,7 +30,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import LayerPlacement, Region
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
-from kapla.model.hardware import node_buffer_words, node_level
+from kapla.model.hardware import node_buffer_words, node_level, word_energy
 from kapla.model.segment import SegmentCost, dram_distance, output_words
 from kapla.space.network.segments import SegmentPlan, allocate_regions
 from kapla.workload.layer import Layer
@@ -255,7 +255,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
     idle PEs) is much the same wherever the layer runs.
     """
     batch = net.batch
-    dram_e = arch.levels[-1].access_energy
+    dram_e = word_energy(arch, -1)
     pes = arch.pe_array[0] * arch.pe_array[1]
     places = placements(net, arch, inter)
     total = 0.0

@@ -35,7 +35,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, Feed, evaluate
-from kapla.model.hardware import channel_distance
+from kapla.model.hardware import channel_distance, word_energy
 from kapla.model.rules import scheme_buffer_words
 from kapla.search.base import IntraResult, IntraSolver
 from kapla.space.layer.batch import enumerate_and_cost
@@ -93,7 +93,7 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
     ops = layer.loop_ops * skel.batch
     roles = tensor_roles(layer)
     energy = ops * arch.mac_energy
-    energy += ops * sum(r.copies * (2 if r.written else 1) for r in roles) * arch.levels[0].access_energy
+    energy += ops * sum(r.copies * (2 if r.written else 1) for r in roles) * word_energy(arch, 0)
     distance = 0.0
     if arch.node_level is not None:
         distance = feed.dram_hops if feed.dram_hops is not None else channel_distance(arch, skel.partition_grid)
@@ -102,18 +102,18 @@ def lower_bound(skel: Skeleton, arch: ArchSpec, objective: str, feed: Feed | Non
         per_pe = footprint(r.kind, span, layer) * r.copies
         bus = per_node if systolic else per_pe * pes
         energy += bus * nodes * arch.bus_energy
-        energy += per_node * nodes * arch.levels[1].access_energy
+        energy += per_node * nodes * word_energy(arch, 1)
         whole = footprint(r.kind, full, layer) * r.copies
         if r.kind == Kind.WGT and not r.written and feed.pinned:
             continue  # resident weights: no traffic with the top
         hops = feed.ifm_hops if r.kind == Kind.IFM and not r.written else None  # not None: a forwarded input
         if hops is not None or (r.written and not feed.to_dram):
             # kept on chip: read from (or left in) the node buffers at least once
-            energy += whole * arch.levels[-2].access_energy
+            energy += whole * word_energy(arch, -2)
             if hops is not None:
                 energy += whole * hops * arch.hop_energy
             continue
-        energy += whole * arch.levels[-1].access_energy
+        energy += whole * word_energy(arch, -1)
         if arch.node_level is not None:
             # outputs reach DRAM after any reduction: at least the whole tensor once
             moved = footprint(r.kind, full, layer) * r.copies if r.written else per_node * nodes / shr.get(r.kind, 1)

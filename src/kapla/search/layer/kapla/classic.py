@@ -59,7 +59,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.evaluate import FROM_DRAM, ITCN, Feed, evaluate
-from kapla.model.hardware import channel_distance
+from kapla.model.hardware import channel_distance, word_energy
 from kapla.model.objective import better, objective_of
 from kapla.search.base import IntraResult, IntraSolver, Outcome, memoised
 from kapla.search.layer.kapla.levels import solve_any_each
@@ -407,7 +407,7 @@ def _on_chip_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
         per_node = fp_node[r.kind] * r.copies
         itcn += (per_node if systolic else fp_pe[r.kind] * r.copies * arr.pes) * arr.nodes
         gbuf += per_node * arr.nodes
-    return itcn * arch.bus_energy + gbuf * arch.levels[1].access_energy + arr.trips * arch.static_energy
+    return itcn * arch.bus_energy + gbuf * word_energy(arch, 1) + arr.trips * arch.static_energy
 
 
 def regf_role_energy(role: TensorRole, fp_node: np.ndarray, fp_pe: np.ndarray, reload: np.ndarray,
@@ -426,7 +426,7 @@ def regf_role_energy(role: TensorRole, fp_node: np.ndarray, fp_pe: np.ndarray, r
         bus, regf = group, np.maximum(pe - group, 0)
     else:
         bus, regf = pe, 0.0
-    return group * arch.levels[1].access_energy + bus * arch.bus_energy + regf * arch.levels[0].access_energy
+    return group * word_energy(arch, 1) + bus * arch.bus_energy + regf * word_energy(arch, 0)
 
 
 def _regf_estimates(arr: _Arrays, arch: ArchSpec) -> np.ndarray:
@@ -645,14 +645,14 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
                     np.multiply(node_words, k_shr - 1, out=tmp)
                     tmp /= k_shr
                     rot += tmp
-        energy = dram * arch.levels[-1].access_energy
+        energy = dram * word_energy(arch, -1)
         if with_noc or with_rot:
             np.add(noc, rot, out=tmp)
             tmp *= arch.hop_energy
             energy += tmp
         if with_rot:
             np.multiply(rot, 2, out=tmp)
-            tmp *= arch.levels[1].access_energy
+            tmp *= word_energy(arch, 1)
             energy += tmp
         np.divide(dram, arch.dram_bandwidth_words, out=tmp)
         tmp -= row(trips)
@@ -680,8 +680,8 @@ def _dram_estimates(arr: _Arrays, arch: ArchSpec, once: bool = False) -> np.ndar
                 node_words = fps_c[r.kind] * r.copies * nodes
                 noc += node_words / shr[r.kind] * dist
                 rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
-        best = best - (dram * arch.levels[-1].access_energy + (noc + rot) * arch.hop_energy
-                       + 2 * rot * arch.levels[1].access_energy
+        best = best - (dram * word_energy(arch, -1) + (noc + rot) * arch.hop_energy
+                       + 2 * rot * word_energy(arch, 1)
                        + np.maximum(dram / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
     # a skeleton none of whose analytic blockings fits still gets ranked (last)
     finite = np.isfinite(best)
@@ -927,7 +927,7 @@ def _unit_costs_many(items: list[tuple[_Space, np.ndarray]], total: bool = False
             lows = [energy for energy, _ in joint_scores(requests, "energy", None, check=False)]
         else:
             lows = [res.accesses[ITCN] * sp.arch.bus_energy
-                    + res.accesses[sp.arch.levels[0].name] * sp.arch.levels[0].access_energy
+                    + res.accesses[sp.arch.levels[0].name] * word_energy(sp.arch, 0)
                     for (sp, _), res in zip(group, joint_costs(requests, "energy", None), strict=True)]
         for (sp, units), low in zip(group, lows, strict=True):
             out.append(low.reshape(len(units), len(sp.dims)).min(axis=1))

@@ -55,6 +55,7 @@ from typing import Protocol
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
+from kapla.model.hardware import word_energy
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
@@ -565,7 +566,7 @@ def _result(net: Network, arch: ArchSpec, solver: str, objective: str, chain: tu
     if pinned:
         # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
         held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
-        load = sum(weight_words(net[n]) for n in held) * arch.levels[-1].access_energy
+        load = sum(weight_words(net[n]) for n in held) * word_energy(arch, -1)
     steps = [(inter.layers, segment, cost) for (inter, _), (segment, cost) in zip(chain, seg_results, strict=True)]
     extra = {"inter_layer_schemes": stats.to_dict(), "inter_layer_schemes_by_segment": stats.segments(),
              "strategy": strategy, "hardware": arch.to_dict()}
