@@ -126,10 +126,9 @@ def _print_summary(result, arch) -> None:
     counts = result.extra.get("inter_layer_schemes")
     if counts:
         console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()), markup=False)
-    stored = result.extra.get("layer_store")
-    if stored:
-        console.print(f"layer store {stored['path']}: {stored['reused']:,} layer solves reused, "
-                      f"{stored['solved']:,} solved and recorded", soft_wrap=True, markup=False)
+    if result.store is not None:
+        console.print(f"layer store {result.store.path}: {result.store.reused:,} layer solves reused, "
+                      f"{result.store.solved:,} solved and recorded", soft_wrap=True, markup=False)
     if result.stopped is not None:
         console.print(f"INCOMPLETE: {result.stopped.reason}", markup=False, soft_wrap=True)
 

@@ -17,7 +17,7 @@ from kapla.scheduling.registry import accepted_options, make_solver
 from kapla.scheduling.store import LayerStore
 from kapla.scheduling.workers import check_jobs, worker_pool
 from kapla.search.base import IntraSolver, NetworkScheduler, NetworkTask, Progress
-from kapla.search.result import ScheduleResult
+from kapla.search.result import ScheduleResult, StoreUse
 from kapla.space.options import SearchOptions
 from kapla.workload.network import Network
 
@@ -58,8 +58,7 @@ def run_parts(net: Network, arch: ArchSpec, scheduler: NetworkScheduler, layer_s
         service = LayerService(layer_solver, arch, pool, store)
         result = scheduler.schedule(NetworkTask(net, arch, obj, progress, start), service)
     if store is not None:
-        result = replace(result, extra={**result.extra, "layer_store": {
-            "path": str(store.path), "reused": service.reused, "solved": service.new}})
+        result = replace(result, store=StoreUse(str(store.path), service.reused, service.new))
     return result
 
 

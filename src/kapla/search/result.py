@@ -113,6 +113,18 @@ class Stopped:
 
 
 @dataclass(frozen=True)
+class StoreUse:
+    """How a run used its on-disk layer store: solves taken from it, solves recorded in it."""
+
+    path: str
+    reused: int
+    solved: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "reused": self.reused, "solved": self.solved}
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """A whole network's schedule, whatever scheduler made it: its steps
     (segments of layers that run together, one after another), every layer's
@@ -136,6 +148,7 @@ class ScheduleResult:
     pinned: bool = False  # weights stay on chip over the batches (loaded once, before)
     pinned_load_j: float = 0.0  # loading them, not included in the energy
     stopped: Stopped | None = None  # None: the search ran to its end
+    store: StoreUse | None = None  # the layer store, when the run had one
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -179,6 +192,7 @@ class ScheduleResult:
             "segments": [list(s) for s in self.segments],
             "segment_details": [s.to_dict() for s in self.segment_details],
             "layers": [lr.to_dict() for lr in self.layers],
+            **({"layer_store": self.store.to_dict()} if self.store is not None else {}),
             **self.extra,
         }
 
