@@ -59,6 +59,19 @@ def divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
+@cache
+def prime_factors(n: int) -> tuple[int, ...]:
+    """The distinct prime factors of ``n``, smallest first (the steps a descent moves a loop count by)."""
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    return tuple(out + ([n] if n > 1 else []))
+
+
 def splits_evenly(extent: int, parts: int) -> bool:
     """``parts`` blocks of ``ceil(extent / parts)`` cover ``extent`` with little padding
     and none wholly empty."""

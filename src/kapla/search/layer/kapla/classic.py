@@ -87,6 +87,7 @@ from kapla.space.layer.skeletons import (
     looping_mask,
     order_counts,
     order_product,
+    prime_factors,
 )
 from kapla.space.problem import NoSchemeError, Problem
 from kapla.workload.layer import Layer
@@ -1052,7 +1053,7 @@ def _unit_moves(sp: _Space, u: tuple[int, ...]) -> list[tuple[int, ...]]:
     out = []
     ev = sp.ev
     for j, n in enumerate(sp.rest):
-        for p in _primes(int(n)):
+        for p in prime_factors(int(n)):
             for new in (u[j] * p, u[j] // p if u[j] % p == 0 else 0):
                 if new < 1 or n % new:
                     continue
@@ -1138,14 +1139,3 @@ def _new_gbuf_search(sp: _Space, units: np.ndarray) -> _Search | None:
     return _Search(U, A, tops, rows, o1, o2)
 
 
-def _primes(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        if n % p == 0:
-            out.append(p)
-            while n % p == 0:
-                n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out

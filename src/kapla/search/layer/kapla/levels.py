@@ -41,7 +41,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -53,7 +52,7 @@ from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows
 from kapla.space.layer.layer_space import Found, LayerSpace
-from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, divisors, innermost_orders
+from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, divisors, innermost_orders, prime_factors
 from kapla.space.problem import NoSchemeError, Problem
 
 ND = len(DIMS)
@@ -383,17 +382,6 @@ def _points(b: Blockings, costs, objective, k: int) -> list[tuple[tuple[float, f
     return out
 
 
-@lru_cache(maxsize=4096)
-def _primes(n: int) -> tuple[int, ...]:
-    """The distinct prime factors of ``n``."""
-    out, p = [], 2
-    while p * p <= n:
-        if n % p == 0:
-            out.append(p)
-            while n % p == 0:
-                n //= p
-        p += 1
-    return tuple(out + ([n] if n > 1 else []))
 
 
 def _refine(space: LayerSpace, index: int, point: _Point) -> tuple[Found | None, int]:
@@ -436,7 +424,7 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
     moves: list[np.ndarray] = [slots]
     for d in dims:
         for a in range(n + 1):
-            for p in _primes(int(slots[a, d])):
+            for p in prime_factors(int(slots[a, d])):
                 for c in range(n + 1):
                     if c != a:
                         s = slots.copy()
@@ -444,8 +432,8 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
                         s[c, d] *= p
                         moves.append(s)
     for a in range(n):  # one factor up and another down across adjacent slots: blocks keep about their size
-        ups = [(d, p) for d in dims for p in _primes(int(slots[a, d]))]
-        downs = [(d, p) for d in dims for p in _primes(int(slots[a + 1, d]))]
+        ups = [(d, p) for d in dims for p in prime_factors(int(slots[a, d]))]
+        downs = [(d, p) for d in dims for p in prime_factors(int(slots[a + 1, d]))]
         for (d, p), (e, q) in itertools.product(ups, downs):
             if d != e:
                 s = slots.copy()
