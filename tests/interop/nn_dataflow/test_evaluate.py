@@ -147,7 +147,7 @@ def _energies_without_noc(result):
 
 
 def test_energy_apart_from_the_noc_agrees_on_every_layer_but_conv1(alexnet, mlp_s):
-    """The hop models differ (README, "Against nn_dataflow"); everything else
+    """The hop models differ (docs/nn_dataflow.md, "In short"); everything else
     nn_dataflow charges, kapla charges within 5 % on every layer but conv1,
     whose folds re-read the input per fold in nn_dataflow (pinned above)."""
     for result in (alexnet, mlp_s):
