@@ -111,10 +111,13 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             now = best[objective]
             if found is not None and (now is None or better(found.key, now.key)):
                 best[objective] = found
-    # the descents' best ends, whatever their frame, refined locally
+    # the descents' best ends, whatever their frame, refined locally; a point's
+    # neighbours and their costs do not depend on the objective, so the
+    # refinements of several objectives share them where they pass the same point
+    steps: dict = {}
     for objective in objectives:
         for _, i, point in sorted(points[objective], key=lambda end: end[0])[:seeds]:
-            found, count = _refine(spaces[objective], i, point)
+            found, count = _refine(spaces[objective], i, point, steps)
             evaluated[objective] += count
             now = best[objective]
             if found is not None and (now is None or better(found.key, now.key)):
@@ -356,6 +359,9 @@ class _Point:
     counts: tuple[np.ndarray, ...]  # per level, (8,)
     orders: tuple[np.ndarray, ...]  # per level, (8,) permutation
 
+    def key(self) -> bytes:
+        return b"".join(a.tobytes() for a in (self.unit, *self.counts, *self.orders))
+
     def blockings(self) -> Blockings:
         return Blockings(self.unit[None, :], tuple(c[None, :] for c in self.counts), np.zeros(1, np.int64),
                          tuple(o[None, :] for o in self.orders))
@@ -384,14 +390,16 @@ def _points(b: Blockings, costs, objective, k: int) -> list[tuple[tuple[float, f
 
 
 
-def _refine(space: LayerSpace, index: int, point: _Point) -> tuple[Found | None, int]:
+def _refine(space: LayerSpace, index: int, point: _Point, steps: dict | None = None) -> tuple[Found | None, int]:
     """Local refinement of one complete blocking: steepest descent over its
     neighbours (:func:`_neighbours`: a prime factor of one dim moved to another
     level, or one factor moved up while another moves down between adjacent
     levels, each with the loop orders of the levels it changes re-chosen; or
     one level's loop order alone), costed under the feed, until no neighbour
     is better or ``_REFINE_STEPS`` steps. The best valid blocking reached
-    (None if even ``point`` is not valid), and the candidates costed."""
+    (None if even ``point`` is not valid), and the candidates costed.
+    ``steps`` keeps each point's scored neighbours for other refinements."""
+    steps = {} if steps is None else steps
     b = point.blockings()
     costs = space.score(index, b)
     evaluated = 1
@@ -400,10 +408,9 @@ def _refine(space: LayerSpace, index: int, point: _Point) -> tuple[Found | None,
         return None, evaluated
     key = (float(value[0]), float(costs.total[0]))
     for _ in range(_REFINE_STEPS):
-        nb = _neighbours(space.evaluator(index), point)
+        nb, c = memoised(steps, (index, point.key()), _scored_neighbours, space, index, point)
         if nb is None:
             break
-        c = space.score(index, nb)
         evaluated += len(nb)
         v = c.value(space.objective)
         i = space.objective.argbest(v, c.total)
@@ -414,6 +421,12 @@ def _refine(space: LayerSpace, index: int, point: _Point) -> tuple[Found | None,
         point = _Point(nb.unit[f], tuple(x[f] for x in nb.counts), tuple(o[i] for o in nb.orders))
         key = new
     return space.best(index, point.blockings()), evaluated
+
+
+def _scored_neighbours(space: LayerSpace, index: int, point: _Point):
+    """The point's neighbours and their costs under the feed (None, None: it has none)."""
+    nb = _neighbours(space.evaluator(index), point)
+    return (None, None) if nb is None else (nb, space.score(index, nb))
 
 
 def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
