@@ -189,6 +189,11 @@ class FrameEvaluator:
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
 
+    def signature(self) -> tuple:
+        """What the shape of this frame's nests depends on: frames alike in it
+        can be costed in one batch (:func:`totals_of_many`)."""
+        return (tuple(len(sp.stacks) for sp in self.frame.spatial), len(self.inner), tuple(sorted(self.shr)))
+
     # ------------------------------------------------------------ blocks
 
     def block(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
@@ -236,6 +241,35 @@ class FrameEvaluator:
             shr = self.frame.shr if lvl == self.levels - 1 else ()
             levels.append(LevelScheme(self.frame.levels[lvl], sp.stacks, loops, shr))
         return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
+
+
+def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
+    """The energies (``costs(b, rules=False).total``) of each frame's blockings,
+    frames of one signature costed in one batch: the same numbers, row by row,
+    with one call of the cost model per signature instead of one per frame."""
+    out: list[np.ndarray | None] = [None] * len(parts)
+    groups: dict[tuple, list[int]] = {}
+    for i, (ev, _) in enumerate(parts):
+        groups.setdefault(ev.signature(), []).append(i)
+    for members in groups.values():
+        nests = [parts[i][0].nests(parts[i][1]) for i in members]
+        first = nests[0]
+        offsets = np.cumsum([0] + [n.unit.shape[0] for n in nests])
+        merged = Nests(
+            first.layer, first.batch, np.concatenate([n.unit for n in nests]),
+            tuple(Stacks(*(np.concatenate([getattr(n.stacks[lvl], f) for n in nests])
+                           for f in ("dims", "rows", "cols"))) for lvl in range(len(first.stacks))),
+            tuple(Loops(np.concatenate([n.updates[lvl].dims for n in nests]),
+                        np.concatenate([n.updates[lvl].counts for n in nests])) for lvl in range(len(first.updates))),
+            tuple({k: np.concatenate([n.shr[lvl][k] for n in nests]) for k in first.shr[lvl]}
+                  for lvl in range(len(first.shr))),
+            np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
+            level_names=first.level_names)
+        total = evaluate_nests(merged, parts[members[0]][0].hw, None, rules=False).total
+        starts = np.cumsum([0] + [len(n.rows) for n in nests])
+        for k, i in enumerate(members):
+            out[i] = total[starts[k]:starts[k + 1]]
+    return [o for o in out if o is not None]
 
 
 @lru_cache(maxsize=4096)

@@ -50,7 +50,7 @@ from kapla.model.evaluate import evaluate
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
-from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows
+from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows, totals_of_many
 from kapla.space.layer.layer_space import Found, LayerSpace
 from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, divisors, innermost_orders, prime_factors
 from kapla.space.problem import NoSchemeError, Problem
@@ -163,10 +163,8 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tup
     re-ranked by their best register block's energy. The best ``top`` of either
     ranking are descended; the others follow (blocks None), for when none of
     those has a valid scheme."""
-    values = []
-    for i in range(len(space)):
-        ev = space.evaluator(i)
-        values.append(float(ev.costs(_canonical(ev), rules=False).total[0]))
+    evs = [space.evaluator(i) for i in range(len(space))]
+    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev)) for ev in evs])]
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
