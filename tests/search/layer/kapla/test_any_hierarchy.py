@@ -121,3 +121,20 @@ def test_kapla_is_near_exhaustive_on_four_levels(design, layer_name):
     assert e.complete and evaluate(e.scheme, arch).valid
     assert evaluate(k.scheme, arch).valid
     assert k.cost.total_energy <= 1.05 * e.cost.total_energy
+
+
+def test_kaplas_options_reach_the_descent_over_any_hierarchy():
+    """-O top=N and -O units=N set how many frames the any-depth descent
+    searches and how many states it keeps, as they set skeletons and register
+    blocks on the classic hierarchy (they were ignored there before)."""
+    from kapla.search.layer.kapla import KaplaIntraSolver
+
+    arch = load_arch("simba")
+    layer = next(layer for layer in get_network("alexnet", 1) if layer.name == "conv3_a")
+    few, many = KaplaIntraSolver(top=1).solve(layer, 1, arch), KaplaIntraSolver(top=8).solve(layer, 1, arch)
+    assert many.evaluated > few.evaluated
+    narrow, wide = KaplaIntraSolver(units=1).solve(layer, 1, arch), KaplaIntraSolver(units=6).solve(layer, 1, arch)
+    assert wide.evaluated > narrow.evaluated
+    assert all(evaluate(r.scheme, arch).valid for r in (few, many, narrow, wide))
+    default = KaplaIntraSolver().solve(layer, 1, arch)
+    assert default.scheme == KaplaIntraSolver(top=4, units=3).solve(layer, 1, arch).scheme

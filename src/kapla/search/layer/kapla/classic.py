@@ -127,7 +127,8 @@ class KaplaIntraSolver(IntraSolver):
         energy estimates, whatever the objective) and what the descents work
         out are shared, each objective descending on its own."""
         if not classic(problem.arch):
-            return solve_any_each(problem, objectives)
+            # the descent over any hierarchy: its frames as the skeletons, its states as the register blocks
+            return solve_any_each(problem, objectives, self.top, self.units)
         start = time.perf_counter()
         out: dict[str, Outcome] = {}
         try:
@@ -144,7 +145,7 @@ class KaplaIntraSolver(IntraSolver):
             start = time.perf_counter()
         # nothing fits the classic space (whole rows or filters too large): strips and partial filters
         rest = [objective for objective in objectives if objective not in out]
-        out.update(zip(rest, solve_any_each(problem, rest) if rest else (), strict=True))
+        out.update(zip(rest, solve_any_each(problem, rest, self.top, self.units) if rest else (), strict=True))
         return [out[objective] for objective in objectives]
 
     def _rank_classic(self, layer: Layer, batch: int, arch: ArchSpec) -> _Ranked:

@@ -137,12 +137,13 @@ def solve_any(problem: Problem) -> IntraResult:
     return found
 
 
-def solve_any_each(problem: Problem, objectives: Sequence[str]) -> list[Outcome]:
-    """:func:`solve_any` under each objective (:func:`solve_levels_each`): the result, or why there is none."""
+def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3) -> list[Outcome]:
+    """:func:`solve_any` under each objective (:func:`solve_levels_each`, ``top`` frames descended,
+    ``beam`` states kept per step): the result, or why there is none."""
     start = time.perf_counter()
     layer, batch, arch = problem.layer, problem.batch, problem.arch
     out: list[Outcome] = []
-    for scheme, evaluated in solve_levels_each(problem, objectives):
+    for scheme, evaluated in solve_levels_each(problem, objectives, top, beam):
         if scheme is None:
             if problem.fed is not None and evaluated:
 
