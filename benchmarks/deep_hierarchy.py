@@ -37,7 +37,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from intra_layer import distinct_layers  # noqa: E402
+from intra_layer import distinct_layers, kapla_only  # noqa: E402
 
 from kapla.arch import load_arch  # noqa: E402
 from kapla.model import evaluate  # noqa: E402
@@ -110,7 +110,7 @@ def main() -> None:
                     highlight=False)
             bar.update(task, advance=1, description=f"{row['design']} b{row['batch']} {row['layer']}")
     if args.budget == 0:
-        _kapla_only(console, rows, designs)
+        kapla_only(console, rows, designs, key="design")
         return
     table = Table(title="KAPLA vs exhaustive on four-level hierarchies, per layer")
     for col in ("design", "batch", "layer", "exhaustive mJ", "KAPLA mJ", "overhead", "exh s", "KAPLA s", "valid"):
@@ -140,19 +140,6 @@ def main() -> None:
     console.print(summary)
     invalid = [r for r in rows if not r["valid"]]
     console.print(f"every returned scheme valid: {'yes' if not invalid else 'NO: ' + str(len(invalid))}")
-
-
-def _kapla_only(console: Console, rows: list[dict], designs: list[str]) -> None:
-    table = Table(title="KAPLA alone, per design")
-    for col in ("design", "layers", "energy mJ (sum)", "KAPLA s", "slowest layer s", "all valid"):
-        table.add_column(col, justify="left" if col == "design" else "right")
-    for design in designs + ["all"]:
-        sel = [r for r in rows if design in ("all", r["design"])]
-        if sel:
-            table.add_row(design, str(len(sel)), f"{sum(r['kapla'] for r in sel) * 1e3:.3f}",
-                          f"{sum(r['t_kapla'] for r in sel):.1f}", f"{max(r['t_kapla'] for r in sel):.2f}",
-                          "yes" if all(r["valid"] for r in sel) else "NO")
-    console.print(table)
 
 
 if __name__ == "__main__":

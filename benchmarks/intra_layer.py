@@ -122,7 +122,7 @@ def main() -> None:
                                   f"  {row['t_exhaustive']:6.1f} s {row['t_kapla']:5.2f} s", highlight=False)
             bar.update(task, advance=1, description=f"{row['config']} {row['layer']}")
     if args.budget == 0:
-        _kapla_only(console, rows, args.configs.split(","))
+        kapla_only(console, rows, args.configs.split(","))
         return
     table = Table(title="KAPLA vs exhaustive, per layer")
     for col in ("config", "layer", "exhaustive mJ", "KAPLA mJ", "overhead", "exh s", "KAPLA s", "valid"):
@@ -150,14 +150,15 @@ def main() -> None:
     console.print(f"every returned scheme valid: {'yes' if not invalid else 'NO: ' + str(len(invalid))}")
 
 
-def _kapla_only(console: Console, rows: list[dict], configs: list[str]) -> None:
-    table = Table(title="KAPLA alone, per configuration")
-    for col in ("config", "layers", "energy mJ (sum)", "KAPLA s", "slowest layer s", "all valid"):
-        table.add_column(col, justify="left" if col == "config" else "right")
-    for config in configs + ["all"]:
-        sel = [r for r in rows if config == "all" or r["config"] == config]
+def kapla_only(console: Console, rows: list[dict], groups: list[str], key: str = "config") -> None:
+    """KAPLA's energy, time and validity summed per group of rows (``row[key]``), and over all."""
+    table = Table(title=f"KAPLA alone, per {'configuration' if key == 'config' else key}")
+    for col in (key, "layers", "energy mJ (sum)", "KAPLA s", "slowest layer s", "all valid"):
+        table.add_column(col, justify="left" if col == key else "right")
+    for group in groups + ["all"]:
+        sel = [r for r in rows if group == "all" or r[key] == group]
         if sel:
-            table.add_row(config, str(len(sel)), f"{sum(r['kapla'] for r in sel) * 1e3:.3f}",
+            table.add_row(group, str(len(sel)), f"{sum(r['kapla'] for r in sel) * 1e3:.3f}",
                           f"{sum(r['t_kapla'] for r in sel):.1f}", f"{max(r['t_kapla'] for r in sel):.2f}",
                           "yes" if all(r["valid"] for r in sel) else "NO")
     console.print(table)
