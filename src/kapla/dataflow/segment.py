@@ -11,7 +11,7 @@ intra-layer scheme is a :class:`~kapla.dataflow.directives.LayerScheme`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kapla.dataflow.directives import LayerScheme
@@ -55,6 +55,14 @@ class LayerPlacement:
     pinned: bool = False
 
 
+def layout_of(layers: Sequence[str], slots: Sequence[Sequence[str]]) -> str:
+    """How a segment's layers share the chip: single (one layer), spatial (each
+    slot on its own nodes, pipelined) or temporal (one slot, one layer after another)."""
+    if len(layers) == 1:
+        return "single"
+    return "spatial" if len(slots) > 1 else "temporal"
+
+
 @dataclass(frozen=True)
 class SegmentScheme:
     """A segment: spatial slots of temporally ordered layers, their placements and schemes."""
@@ -74,6 +82,11 @@ class SegmentScheme:
     @property
     def layers(self) -> tuple[str, ...]:
         return self._order
+
+    @property
+    def layout(self) -> str:
+        """single (one layer), spatial (slots on their own nodes, pipelined) or temporal (one slot)."""
+        return layout_of(self.layers, self.slots)
 
     def slot_of(self, layer: str) -> int:
         for i, slot in enumerate(self.slots):

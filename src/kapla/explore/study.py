@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from kapla.errors import KaplaError
 from kapla.explore.sweep import Point, SweepProgress, run_points
-from kapla.scheduling.registry import registry
+from kapla.scheduling.registry import check_option_names, registry
 
 
 class Study(ABC):
@@ -47,9 +47,7 @@ def make_study(name: str, options: Mapping[str, Any] | None = None) -> Study:
         raise KaplaError(f"unknown study '{name}'; choose one of {', '.join(studies) or 'none'}")
     entry = studies[name]
     options = dict(options or {})
-    for key in options:
-        if key not in entry.options:
-            raise KaplaError(f"study '{name}' has no option '{key}' (options: {', '.join(entry.options) or 'none'})")
+    check_option_names(f"study '{name}'", options, entry.options)
     try:
         return entry.make(**options)
     except (TypeError, ValueError) as exc:

@@ -9,17 +9,15 @@ of workers, so a sweep is deterministic.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from kapla.api import schedule
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
-from kapla.scheduling.workers import check_jobs
+from kapla.scheduling.workers import check_jobs, worker_pool
 from kapla.search.result import cycles
 from kapla.space.problem import NoSchemeError
 from kapla.workload.network import Network
@@ -68,18 +66,12 @@ def run_point(point: Point) -> dict[str, Any]:
 
 def run_points(points: Sequence[Point], jobs: int | None = None,
                progress: SweepProgress | None = None) -> list[dict[str, Any]]:
-    """Every point's row, in the order of ``points``; ``jobs`` worker processes (default 1: this process)."""
+    """Every point's row, in the order of ``points``; ``jobs`` worker processes
+    (default 1: this process), stopped with the sweep however it ends."""
     jobs = check_jobs(jobs) or 1
     rows: list[dict[str, Any]] = []
-    if jobs <= 1 or len(points) <= 1:
-        for point in points:
-            rows.append(run_point(point))
-            if progress is not None:
-                progress(len(rows), len(points))
-        return rows
-    context = multiprocessing.get_context("forkserver")  # as kapla's layer workers: no forked thread pools
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        for row in pool.map(run_point, points):
+    with worker_pool(jobs if len(points) > 1 else 1) as pool:
+        for row in (map(run_point, points) if pool is None else pool.map(run_point, points)):
             rows.append(row)
             if progress is not None:
                 progress(len(rows), len(points))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -175,9 +175,7 @@ def make_solver(name: str, options: Mapping[str, Any] | None = None,
     network, layer = reg.network_schedulers[solver.network], reg.layer_solvers[solver.layer]
     options = dict(options or {})
     known = accepted_options(name)
-    for key in options:
-        if key not in known:
-            raise KaplaError(f"solver '{name}' has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
+    check_option_names(f"solver '{name}'", options, known)
     for key, value in options.items():
         _check_option(name, key, value, network if key in network.options else layer)
     own = {k: v for k, v in options.items() if k in network.options}
@@ -191,6 +189,14 @@ def make_solver(name: str, options: Mapping[str, Any] | None = None,
         return (network.make(**own), layer.make(**{k: v for k, v in options.items() if k in layer.options}))
     except (TypeError, ValueError) as exc:
         raise KaplaError(f"solver '{name}': {exc}") from None
+
+
+def check_option_names(owner: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """KaplaError naming the first option of ``given`` that ``owner`` does not take, and the ones it does."""
+    known = set(known)
+    for key in given:
+        if key not in known:
+            raise KaplaError(f"{owner} has no option '{key}' (options: {', '.join(sorted(known)) or 'none'})")
 
 
 def _check_option(solver: str, key: str, value: Any, entry: Entry) -> None:
@@ -208,5 +214,5 @@ def _check_option(solver: str, key: str, value: Any, entry: Entry) -> None:
                              f"(got {value!r})")
 
 
-__all__ = ["Entry", "GROUP", "Registry", "Solver", "accepted_options", "add_plugin", "make_solver", "registry",
-           "solver_names", "solver_of", "takes_budget"]
+__all__ = ["Entry", "GROUP", "Registry", "Solver", "accepted_options", "add_plugin", "check_option_names",
+           "make_solver", "registry", "solver_names", "solver_of", "takes_budget"]

@@ -168,10 +168,6 @@ class NetworkScheduler(ABC):
     name: ClassVar[str]
     time_budget: float | None = None
 
-    def objectives(self, objective: Objective) -> tuple[str, ...]:
-        """The objectives its layer solves are made for, when asked for ``objective``."""
-        return (objective.name,)
-
     @abstractmethod
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult: ...
 

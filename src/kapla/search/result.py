@@ -201,13 +201,6 @@ class ScheduleResult:
 Step = tuple[tuple[str, ...], SegmentScheme, SegmentCost]
 
 
-def layout_of(segment: SegmentScheme) -> str:
-    """single (one layer), spatial (slots on their own nodes, pipelined) or temporal (one slot)."""
-    if len(segment.layers) == 1:
-        return "single"
-    return "spatial" if len(segment.slots) > 1 else "temporal"
-
-
 def pins(segment: SegmentScheme) -> bool:
     """Some of the segment's weights stay on chip."""
     return any(place.pinned for place in segment.placements.values())
@@ -231,7 +224,7 @@ def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: s
                                       pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes))
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
-        details.append(SegmentResult(tuple(names), layout_of(segment), segment.slots, cost.total_energy,
+        details.append(SegmentResult(tuple(names), segment.layout, segment.slots, cost.total_energy,
                                      cycles(cost.time), segment.groups, pins(segment)))
     order = {layer.name: i for i, layer in enumerate(net)}
     layers.sort(key=lambda lr: order[lr.name])

@@ -40,33 +40,24 @@ def classic(arch: ArchSpec) -> bool:
     return arch.unroll_of(0).kind == "template" and arch.unroll_of(1).kind == "partition"
 
 
-def skeleton_of(frame: Frame, template: str) -> Skeleton | None:
-    """The frame as a skeleton of a classic hierarchy whose PE-mapping template is ``template``;
-    None for a relaxed mapping."""
-    parts = _parts(frame, template)
-    return None if parts is None else Skeleton(frame.layer, frame.batch, parts[0], frame.shr, *parts[1:])
+def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
+    """The skeletons of ``layer`` on the classic hierarchy ``arch``: its frames but the relaxed ones,
+    in their order."""
+    template = arch.unroll_of(0).template
+    assert template is not None  # classic(arch)
+    spatial = None
+    for frame in frames(layer, batch, arch, relax=False):
+        if frame.spatial is not spatial:  # the sharing choices of one spatial choice follow each other
+            spatial, (partition, mapping, rest, levels) = frame.spatial, _parts(frame, template)
+        yield Skeleton(layer, batch, partition, frame.shr, mapping, rest, levels)
 
 
 def _parts(frame: Frame, template: str) -> tuple[NodePartition, PeMapping, tuple[tuple[str, int], ...],
-                                                  tuple[str, str]] | None:
+                                                  tuple[str, str]]:
+    """What a frame's skeletons share whatever their buffer sharing: partition, mapping, what is left, levels."""
     pe, node = frame.spatial
-    if pe.relaxed:
-        return None
     return (NodePartition(node.stacks), PeMapping(template, pe.unit, pe.stacks, pe.inner, pe.note),
             tuple((d, frame.rest[DIM_INDEX[d]]) for d in BLOCK_DIMS), (frame.levels[0], frame.levels[1]))
 
 
-def skeletons(layer: Layer, batch: int, arch: ArchSpec) -> Iterator[Skeleton]:
-    """The skeletons of ``layer`` on the classic hierarchy ``arch``: its frames, in their order, but the
-    relaxed ones."""
-    template = arch.unroll_of(0).template
-    assert template is not None  # classic(arch)
-    spatial, parts = None, None
-    for frame in frames(layer, batch, arch, relax=False):
-        if frame.spatial is not spatial:  # the sharing choices of one spatial choice follow each other
-            spatial, parts = frame.spatial, _parts(frame, template)
-        if parts is not None:
-            yield Skeleton(layer, batch, parts[0], frame.shr, *parts[1:])
-
-
-__all__ = ["classic", "skeleton_of", "skeletons"]
+__all__ = ["classic", "skeletons"]

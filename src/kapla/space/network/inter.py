@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.segment import LayerPlacement, Region
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.segment import LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
@@ -55,9 +56,7 @@ class InterScheme:
 
     @property
     def layout(self) -> str:
-        if len(self.layers) == 1:
-            return "single"
-        return "spatial" if len(self.slots) > 1 else "temporal"
+        return layout_of(self.layers, self.slots)
 
     def slot_index(self, name: str) -> int:
         for i, slot in enumerate(self.slots):
@@ -125,6 +124,23 @@ def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
         hops = sum(place.region.distance(s) for s in sources) / len(sources)
     return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
                 dram_hops=dram_distance(arch, place.region))
+
+
+def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:
+    """``scheme`` (solved for one batch group) repeated over ``groups`` groups by
+    an outermost loop over the batch, under the layer's own name."""
+    levels = list(scheme.levels)
+    if groups > 1:
+        top = levels[-1]
+        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
+    return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
+
+
+def scheme_in_segment(net: Network, name: str, scheme: LayerScheme, groups: int = 1) -> LayerScheme:
+    """A layer solve's scheme (made for its shape, one batch group) as layer
+    ``name``'s in a segment: under its own name, its input named after its
+    producers, repeated over ``groups`` batch groups (:func:`outer_batch`)."""
+    return outer_batch(scheme, net[name], groups, "+".join(net.producers(name)) or None)
 
 
 def pin_reserve(net: Network, arch: ArchSpec) -> int | None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import time
 
-from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import Region, SegmentScheme
 from kapla.model.segment import evaluate_segment
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask
 from kapla.search.result import ScheduleResult, Step, from_steps
 from kapla.space.layer.diagnose import no_scheme
-from kapla.space.network.inter import InterScheme, feed_of, placements
+from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
 from kapla.space.network.segments import schedule_order
 from kapla.space.problem import Problem
 
@@ -48,9 +47,8 @@ class LayerwiseScheduler(NetworkScheduler):
             generic = layers.get(key, objective)
             if generic is None:
                 raise no_scheme(layer, net.batch, arch)
-            scheme = LayerScheme(layer, generic.batch, generic.unit, generic.levels,
-                                 ifm_name="+".join(net.producers(layer.name)) or None)
-            segment = SegmentScheme(inter.slots, {layer.name: place}, {layer.name: scheme})
+            segment = SegmentScheme(inter.slots, {layer.name: place},
+                                    {layer.name: scheme_in_segment(net, layer.name, generic)})
             steps.append((inter.layers, segment, evaluate_segment(segment, arch)))
         n = len(steps)
         extra = {"inter_layer_schemes": {"considered": n, "valid": n, "pareto": n, "solved": n},

@@ -60,7 +60,7 @@ from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
 from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
-from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pins
+from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.network.inter import (
@@ -80,6 +80,7 @@ from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
 MAX_SEGMENT = 5  # stages (slots) per segment, as TANGRAM's layer_pipeline_max_degree
+
 
 @dataclass
 class PruneStats:
@@ -111,8 +112,8 @@ Key = tuple[float, float]
 Cost = tuple[float, float]
 #: A segment of a chain: its inter-layer scheme and the objective its layers were solved for (None: not yet).
 Step = tuple[InterScheme, str | None]
-#: A network search's best: its key, the chain's steps, their solved segments, pinned weights.
-_Best = tuple[Key, tuple[Step, ...], list[tuple[SegmentScheme, SegmentCost]], bool]
+#: A network search's best: its key, the chain's steps, their solved segments.
+_Best = tuple[Key, tuple[Step, ...], list[tuple[SegmentScheme, SegmentCost]]]
 #: Per last layer of a segment: (its first layer, the step, its cost: true once solved, else estimated).
 Options = dict[int, list[tuple[int, Step, Cost]]]
 #: How the DP ranks chains by their summed cost (sorted ascending).
@@ -473,9 +474,6 @@ class TangramScheduler(NetworkScheduler):
         self.policy = policy
         self.time_budget = getattr(policy, "time_budget", None)
 
-    def objectives(self, objective: Objective) -> tuple[str, ...]:
-        return self.policy.variants(objective)
-
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
         net, arch, obj = task.net, task.arch, task.objective
         reserve = pin_reserve(net, arch)
@@ -492,10 +490,10 @@ class TangramScheduler(NetworkScheduler):
                 stopped = search
                 break
         assert best is not None  # runs is never empty, and _search raises when it finds nothing
-        _, chain, seg_results, pinned_chain = best
+        _, chain, seg_results = best
         halt = None if stopped is None else Stopped("interrupt" if stopped.interrupted else "budget",
                                                     stopped.stopped or "")
-        return _result(net, arch, layers.solver.name, obj.name, chain, seg_results, pinned_chain, stats,
+        return _result(net, arch, layers.solver.name, obj.name, chain, seg_results, stats,
                        time.perf_counter() - task.start, self.policy.name, halt)
 
 
@@ -549,7 +547,7 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
             continue
         key = objective.key(*sum_costs(segment_cost(r) for r in results))
         if best is None or key < best[0]:
-            best = (key, chain.steps, results, any(pins(segment) for segment, _ in results))
+            best = (key, chain.steps, results)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
     return best, search
@@ -560,13 +558,11 @@ def _pipelining(arch: ArchSpec) -> bool:
 
 
 def _result(net: Network, arch: ArchSpec, solver: str, objective: str, chain: tuple[Step, ...],
-            seg_results: list[Found], pinned: bool, stats: PruneStats, seconds: float, strategy: str,
+            seg_results: list[Found], stats: PruneStats, seconds: float, strategy: str,
             stopped: Stopped | None) -> ScheduleResult:
-    load = 0.0
-    if pinned:
-        # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
-        held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
-        load = sum(weight_words(net[n]) for n in held) * word_energy(arch, -1)
+    # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
+    held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
+    load = sum(weight_words(net[n]) for n in held) * word_energy(arch, -1) if held else 0.0
     steps = [(inter.layers, segment, cost) for (inter, _), (segment, cost) in zip(chain, seg_results, strict=True)]
     extra = {"inter_layer_schemes": stats.to_dict(), "inter_layer_schemes_by_segment": stats.segments(),
              "strategy": strategy, "hardware": arch.to_dict()}

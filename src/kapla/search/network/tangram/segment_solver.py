@@ -4,7 +4,8 @@
 :class:`~kapla.dataflow.segment.SegmentScheme` and its cost: each layer is
 solved on its region for where its data come from and go to, with the buffer
 space left beside pinned weights and the forwarded fmap piece that waits in
-its region, then repeated over the batch groups (:func:`outer_batch`).
+its region, then repeated over the batch groups
+(:func:`~kapla.space.network.inter.scheme_in_segment`).
 Layer solves go through the run's layer service (cached for the whole
 network search, kept on disk if a store is open, solved in worker processes),
 keyed by :class:`LayerKey`: a layer solve depends on its shape, region, feed
@@ -18,26 +19,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
+from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, evaluate_segment, output_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
-from kapla.space.network.inter import InterScheme, feed_of, placements
+from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
 from kapla.space.problem import shape_key
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
-
-
-def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:
-    """``scheme`` (solved for one batch group) repeated over ``groups`` groups by
-    an outermost loop over the batch, under the layer's own name."""
-    levels = list(scheme.levels)
-    if groups > 1:
-        top = levels[-1]
-        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
-    return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
 
 
 @dataclass(frozen=True)
@@ -184,4 +175,4 @@ class SegmentSolver:
         generic = self.layers.get(key, objective)
         if generic is None:
             return None
-        return outer_batch(generic, layer, inter.groups, "+".join(self.net.producers(layer.name)) or None)
+        return scheme_in_segment(self.net, layer.name, generic, inter.groups)
