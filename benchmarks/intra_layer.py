@@ -39,7 +39,7 @@ from rich.table import Table
 from kapla.arch import load_arch
 from kapla.model import evaluate
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.space.problem import shape_key
 from kapla.workload.zoo import get_network
 

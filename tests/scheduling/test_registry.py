@@ -7,7 +7,7 @@ from kapla.cli.main import app
 from kapla.errors import KaplaError
 from kapla.scheduling.registry import make_solver, registry
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.layerwise import LayerwiseScheduler
 from kapla.search.network.tangram.scheduler import ExhaustiveStrategy, KaplaStrategy, TangramScheduler
 

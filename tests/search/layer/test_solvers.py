@@ -15,7 +15,7 @@ from kapla.model.cost import evaluate_nests
 from kapla.model.nests import from_schemes
 from kapla.search.base import NoSchemeError
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver, lower_bound
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.space.layer.classic_view import skeletons
 from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
 from kapla.workload.layer import Layer, Op

@@ -118,7 +118,7 @@ def test_a_middle_buffer_too_small_is_named():
 @pytest.mark.parametrize("name", sorted(HIERARCHIES))
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 def test_kapla_finds_the_brute_force_optimum_on_tiny_layers(name, layer):
-    from kapla.search.layer.kapla.classic import KaplaIntraSolver
+    from kapla.search.layer.kapla.solver import KaplaIntraSolver
 
     arch = HIERARCHIES[name]
     result = KaplaIntraSolver().solve(layer, 2, arch)

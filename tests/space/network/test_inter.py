@@ -7,7 +7,7 @@ from kapla.dataflow.segment import Region
 from kapla.dataflow.tensors import Kind, footprint, layer_dims
 from kapla.model.hardware import node_buffer_words
 from kapla.scheduling.layers import LayerService
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import (
     InterScheme,

@@ -4,7 +4,7 @@ import pytest
 
 from kapla.arch import load_arch
 from kapla.model import evaluate
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.space.network.inter import outer_batch, scheme_in_segment
 from kapla.workload.zoo import get_network
 

@@ -31,13 +31,12 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import fits, held_words, lists_coverage
+from kapla.model.rules import coverage, fits, held_words, lists_coverage
 from kapla.space.layer.skeletons import (
     NodePartition,
     class_table,
     looping_mask,
     order_counts,
-    order_perms,
     order_product,
     sharing_options,
 )
@@ -243,11 +242,10 @@ class FrameEvaluator:
         return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
 
 
-def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
-    """The energies (``costs(b, rules=False).total``) of each frame's blockings,
-    frames of one signature costed in one batch: the same numbers, row by row,
-    with one call of the cost model per signature instead of one per frame."""
-    out: list[np.ndarray | None] = [None] * len(parts)
+def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[tuple[Nests, list[tuple[int, slice]]]]:
+    """The nests of each frame's blockings, frames of one signature merged into
+    one :class:`~kapla.model.nests.Nests` (one model call instead of one per
+    frame): per merged nests, the part each slice of its candidates comes from."""
     groups: dict[tuple, list[int]] = {}
     for i, (ev, _) in enumerate(parts):
         groups.setdefault(ev.signature(), []).append(i)
@@ -265,11 +263,31 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np
                   for lvl in range(len(first.shr))),
             np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
             level_names=first.level_names)
-        total = evaluate_nests(merged, parts[members[0]][0].hw, None, rules=False).total
         starts = np.cumsum([0] + [len(n.rows) for n in nests])
-        for k, i in enumerate(members):
-            out[i] = total[starts[k]:starts[k + 1]]
-    return [o for o in out if o is not None]
+        yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
+
+
+def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
+    """The energies (``costs(b, rules=False).total``) of each frame's blockings,
+    frames of one signature costed in one batch (:func:`merged_nests`): the same
+    numbers, row by row."""
+    out: list[np.ndarray] = [np.zeros(0)] * len(parts)
+    for merged, where in merged_nests(parts):
+        total = evaluate_nests(merged, parts[where[0][0]][0].hw, None, rules=False).total
+        for i, rows in where:
+            out[i] = total[rows]
+    return out
+
+
+def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
+    """Which of each frame's blockings leave no wholly idle iteration
+    (:func:`kapla.model.rules.coverage`), frames of one signature checked in one batch."""
+    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
+    for merged, where in merged_nests(parts):
+        ok = coverage(merged).ok
+        for i, rows in where:
+            out[i] = ok[rows]
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -316,7 +334,8 @@ def factor_combos(ev: FrameEvaluator) -> tuple[np.ndarray, tuple[np.ndarray, ...
 def order_classes(layer: Layer, counts: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per row of loop counts ``(F, 8)``, one order per class of equivalent
     orders of its looping dims (:func:`kapla.space.layer.skeletons.order_perms`)."""
-    return tuple(order_perms(layer, DIMS, int(m)) for m in looping_mask(counts))
+    table = class_table(layer, DIMS)
+    return tuple(table(int(m)) for m in looping_mask(counts))
 
 
 def blockings(ev: FrameEvaluator, chunk: int = CHUNK) -> Iterator[Blockings]:

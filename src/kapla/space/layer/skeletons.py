@@ -23,6 +23,7 @@ classic three-level hierarchies (:mod:`kapla.space.layer.classic_view`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -178,6 +179,11 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
     """Buffer-sharing choices: none, or one copy per group of nodes needing the same data."""
     if not enabled:
         return [()]
+    return list(_sharing_options(partition, layer))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _sharing_options(partition: NodePartition, layer: Layer) -> tuple[tuple[tuple[Kind, int], ...], ...]:
     groups = {}
     read = {r.kind for r in tensor_roles(layer) if not r.written}
     for kind in (Kind.IFM, Kind.WGT):
@@ -190,7 +196,7 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
     for r in range(1, len(groups) + 1):
         for kinds in itertools.combinations(sorted(groups), r):
             options.append(tuple((k, groups[k]) for k in kinds))
-    return options
+    return tuple(options)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ cover):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -84,15 +85,20 @@ def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[s
 def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:
     """The smallest blocks a template mapping fixes fit: its unit in one PE's
     buffer, and one pass of the PE array in the buffer above."""
+    return _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())), tuple(sorted(m.covered().items())))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _blocks_fit(arch: ArchSpec, layer: Layer, unit: tuple[tuple[str, int], ...],
+                one_pass: tuple[tuple[str, int], ...]) -> bool:
+    # the same mapping blocks recur under many node partitions of a layer
     hw = hardware(arch)
     roles = tensor_roles(layer)
-    unit = as_block(m.unit_dims)
-    if not fits(block_words(unit, layer, roles, hw, 0), hw, 0):
+    if not fits(block_words(as_block(dict(unit)), layer, roles, hw, 0), hw, 0):
         return False
     if hw.onchip < 2:
         return True
-    one_pass = as_block(m.covered())
-    return bool(fits(block_words(one_pass, layer, roles, hw, 1), hw, 1))
+    return bool(fits(block_words(as_block(dict(one_pass)), layer, roles, hw, 1), hw, 1))
 
 
 def _axis_options(unroll: Unroll, extents: Mapping[str, int], array: tuple[int, int]) -> list[Spatial]:

@@ -13,7 +13,7 @@ from kapla.arch import load_arch
 from kapla.model.evaluate import FROM_DRAM
 from kapla.model.objective import OBJECTIVES, objective_of
 from kapla.search.base import NoSchemeError, Problem
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from tests.search.layer.test_solvers import small_layers
 
 #: Float noise only: a schedule's energy is summed by component, the search sums it by segment.

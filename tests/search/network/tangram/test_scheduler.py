@@ -7,7 +7,7 @@ from kapla.arch import load_arch
 from kapla.model import evaluate
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.run import run_parts
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.tangram.scheduler import MAX_SEGMENT, kapla_dp
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import inter_schemes, pin_reserve, weight_words

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kapla.search.layer.kapla.classic import KaplaIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 
 
 def register(registry: Any) -> None:

@@ -1,24 +1,33 @@
-"""KAPLA's bottom-up cost descent (Sec. IV-C, Algorithm 1) over any memory hierarchy.
+"""KAPLA's bottom-up cost descent (Sec. IV-C, Algorithm 1), one for every memory hierarchy.
 
-The classic three-level hierarchy (registers, node buffer, DRAM) has its own,
-finely tuned implementation (:mod:`kapla.search.layer.kapla.classic`); this one works
-level by level on the frames of :mod:`kapla.space.layer.frames`, so depth, bypassed
-tensors and per-tensor buffers come for free:
+It works level by level on the frames of :mod:`kapla.space.layer.frames`, so
+depth, bypassed tensors and per-tensor buffers come for free:
 
-1. **frames** are ranked by the cost of one canonical blocking each (the
-   smallest blocks below, everything left looping at the top), all costed
-   by the cost model;
-2. on the best ``top`` frames, from the registers out:
+1. **frames** are ranked by KAPLA's analytic estimates
+   (:mod:`kapla.search.layer.kapla.estimates`); the first ``refine`` (and
+   ``refine_regf`` more by the register-aware estimate) are re-ranked by their
+   best register block: its energy with everything else one level up (the
+   cost model's) plus what the analytic DRAM-level blockings must re-fetch
+   once it is fixed; blocks that leave wholly idle iterations are passed over.
+   Relaxed mappings (strips, partial filters) are ranked beside the
+   template's whole rows and filters, never in place of them: the best
+   ``top`` of each are descended. Where the estimates see only the two ends
+   of a deeper hierarchy, the cost model's own ranking (one canonical
+   blocking per frame) adds its best few;
+2. on those frames, from the registers out:
 
-   * *unit*: every register block that fits level 0 is costed with everything
-     else one level up, under each choice of innermost level-0 loop; the best
-     ``beam`` go on;
+   * *unit*: the frame's best ``beam`` register blocks, from the ranking;
    * *each middle level*: every count of its loops that keeps the next
      level's block within its buffers, under every distinct loop order,
      with what is left looping at the top; the best ``beam`` go on;
    * *the top two levels together*: every split of what is left between them
-     that fits, under every pair of distinct loop orders, with the segment's
-     feed: the best valid blocking is the frame's answer;
+     that fits, under every pair of distinct loop orders (when those are too
+     many, each split first under one innermost loop per level, the best
+     ``_KEPT_SPLITS`` then under every pair), with the segment's feed: the
+     best valid blocking is the frame's answer;
+
+   where the buffers or a feed rule frames out, the descent goes on down the
+   ranking until ``top`` frames gave a scheme;
 3. the best ``seeds`` blockings the descents end with (over all frames, each
    frame offering its best few) are **refined locally** by steepest descent,
    costed under the feed: a prime factor of one dim moved to any other level,
@@ -26,9 +35,6 @@ tensors and per-tensor buffers come for free:
    (each with the loop orders of the levels it changes re-chosen), every
    split of two levels' factors between them, or one level's loop order
    alone, until no neighbour is better.
-
-Frames in which no register block fits are passed over when ranking, so the
-``top`` frames descended all have one.
 
 Candidates are costed in batches by :func:`kapla.model.cost.evaluate_nests`
 and checked against every buffer before they can win.
@@ -49,16 +55,35 @@ from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
+from kapla.search.layer.kapla import estimates
+from kapla.search.layer.kapla.estimates import FrameArrays, frame_arrays
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
-from kapla.space.layer.frames import Blockings, FrameEvaluator, order_classes, split_rows, totals_of_many
+from kapla.space.layer.frames import (
+    Blockings,
+    FrameEvaluator,
+    coverage_of_many,
+    order_classes,
+    split_rows,
+    totals_of_many,
+)
 from kapla.space.layer.layer_space import Found, LayerSpace
-from kapla.space.layer.skeletons import MAX_JOINT_CANDIDATES, divisors, innermost_orders, prime_factors
+from kapla.space.layer.skeletons import (
+    MAX_JOINT_CANDIDATES,
+    divisors,
+    innermost_orders,
+    innermost_table,
+    looping_mask,
+    prime_factors,
+)
 from kapla.space.problem import NoSchemeError, Problem
 
 ND = len(DIMS)
 _ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
-_MAX_REFINED = 4  # frames re-ranked by their register blocks, at most, per frame wanted with a block that fits
+REFINE = 30  # frames re-ranked by their best register block's estimate, the first by the frame's estimate
+REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
+_KEPT_SPLITS = 64  # splits of the top two levels searched under every pair of orders, when they are many
+_MAX_EXTRA = 3  # frames descended past the best ranked, per frame wanted, once a scheme was found
 _REFINE_STEPS = 16  # most steps of the local refinement of a descent's result
 _MAX_CLASSES = 64  # classes of loop orders a refinement step tries at one level, at most
 _MAX_RESPLIT = 4096  # splits of two levels' factors a refinement step tries, at most, per pair of levels
@@ -74,34 +99,42 @@ class _State:
     left: np.ndarray  # (8,) what the levels above must still cover
 
 
-def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = 16,
+def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = REFINE,
                  seeds: int = SEEDS) -> tuple[LayerScheme | None, int]:
     """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
     return solve_levels_each(problem, (problem.objective,), top, beam, refine, seeds)[0]
 
 
 def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3,
-                      refine: int = 16, seeds: int = SEEDS) -> list[tuple[LayerScheme | None, int]]:
+                      refine: int = REFINE, seeds: int = SEEDS, refine_regf: int = REFINE_REGF
+                      ) -> list[tuple[LayerScheme | None, int]]:
     """:func:`solve_levels` under each objective: the frames and their ranking
     (by energy, whatever the objective) are shared, each objective descending on its own."""
     space = LayerSpace(problem)
     if not len(space):
         return [(None, 0)] * len(objectives)
-    ranked, ranking = _rank(space, top, refine, beam)
+    ranked, ranking, arr = _rank(space, top, refine, beam, refine_regf)
     spaces = {objective: space.under(objective) for objective in objectives}
     evaluated = dict.fromkeys(objectives, ranking)
     best: dict[str, Found | None] = dict.fromkeys(objectives)
     points: dict[str, list[tuple[tuple[float, float], int, _Point]]] = {objective: [] for objective in objectives}
+    schemes = dict.fromkeys(objectives, 0)  # frames in which each objective's descent found a scheme
+    extra = 0  # frames descended past the best ranked, once some scheme was found
     going = list(spaces)  # the objectives still descending
     for i, states in ranked:
         # frame by frame, each objective's descent in turn: they share the steps
         # where their states agree, kept only while this frame is searched
         memo: dict = {}
-        if states is None:  # past the frames ranked best: an objective that found a scheme stops
-            going = [objective for objective in going if best[objective] is None]
-            if not going:
+        if states is None:
+            # past the frames ranked best: where the buffers or a feed ruled some
+            # out, go on down the ranking until ``top`` frames gave a scheme
+            going = [objective for objective in going if schemes[objective] < top]
+            if any(schemes[objective] for objective in going):
+                extra += 1
+            if not going or extra > _MAX_EXTRA * top:
                 break
-            states, _, count = _register_blocks(space, i, beam)
+            blocks, _, count = _register_blocks(space, [i], arr, beam)
+            states = blocks.get(i, [])
             for objective in going:
                 evaluated[objective] += count
         for objective in going:
@@ -109,8 +142,10 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             evaluated[objective] += count
             points[objective] += [(key, i, point) for key, point in ends]
             now = best[objective]
-            if found is not None and (now is None or better(found.key, now.key)):
-                best[objective] = found
+            if found is not None:
+                schemes[objective] += 1
+                if now is None or better(found.key, now.key):
+                    best[objective] = found
     # the descents' best ends, whatever their frame, refined locally; a point's
     # neighbours and their costs do not depend on the objective, so the
     # refinements of several objectives share them where they pass the same point
@@ -137,16 +172,17 @@ def solve_any(problem: Problem) -> IntraResult:
     return found
 
 
-def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3) -> list[Outcome]:
+def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3, refine: int = REFINE,
+                   refine_regf: int = REFINE_REGF) -> list[Outcome]:
     """:func:`solve_any` under each objective (:func:`solve_levels_each`, ``top`` frames descended,
-    ``beam`` states kept per step): the result, or why there is none."""
+    ``beam`` states kept per step, ``refine`` and ``refine_regf`` frames re-ranked): the result, or
+    why there is none."""
     start = time.perf_counter()
     layer, batch, arch = problem.layer, problem.batch, problem.arch
     out: list[Outcome] = []
-    for scheme, evaluated in solve_levels_each(problem, objectives, top, beam):
+    for scheme, evaluated in solve_levels_each(problem, objectives, top, beam, refine, SEEDS, refine_regf):
         if scheme is None:
             if problem.fed is not None and evaluated:
-
                 out.append(feed_unmet(layer, batch, arch, problem.feed, evaluated))
             else:
                 out.append(no_scheme(layer, batch, arch))
@@ -157,33 +193,197 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
     return out
 
 
-def _rank(space: LayerSpace, top: int, refine: int, beam: int) -> tuple[list[tuple[int, list[_State] | None]], int]:
+def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int = REFINE_REGF
+          ) -> tuple[list[tuple[int, list[_State] | None]], int, FrameArrays]:
     """The frames to descend, in order, each with its best register blocks, and
-    the candidates costed. Frames are ranked by the energy of their canonical
-    blocking (smallest blocks, the rest at the top); the first ``refine`` are
-    re-ranked by their best register block's energy. The best ``top`` of either
-    ranking are descended; the others follow (blocks None), for when none of
-    those has a valid scheme."""
+    the candidates costed. Frames are ranked by their analytic estimate
+    (:func:`kapla.search.layer.kapla.estimates.estimates`); the first ``refine``
+    of them, and the first ``refine_regf`` others by the register-aware
+    estimate, are re-ranked together by their best register block's estimate
+    (:func:`_register_blocks`). The best ``top`` frames with a register block
+    that fits are descended; the others follow (blocks None), for when none of
+    those has a valid scheme. Also the frames' rows for the estimates."""
+    arch = space.problem.arch
+    arr = frame_arrays(space.frames, arch)
+    dram_part = estimates.dram(arr, arch)
+    values = estimates.on_chip(arr, arch) + dram_part
+    order = [int(i) for i in np.argsort(values, kind="stable")]
+    # a relaxed mapping's strips and partial filters are estimated less
+    # faithfully than whole rows and filters: they are searched beside the
+    # template's frames, never in place of them
+    relaxed = [any(sp.relaxed for sp in f.spatial) for f in space.frames]
+    plain = [i for i in order if not relaxed[i]]
+    head = plain[:refine] + [i for i in order[:refine] if relaxed[i]]
+    if refine_regf:
+        # the on-chip bound assumes registers that hold a PE's whole block;
+        # where they cannot, a frame it ranks low can be the best
+        rows = np.array(sorted(plain), dtype=np.int64)
+        sub = arr.take(rows)
+        by_regf = sub.trips * arch.static_energy + estimates.regf(sub, arch) + dram_part[rows]
+        seen = set(head)
+        head += [i for i in (int(rows[j]) for j in np.argsort(by_regf, kind="stable")) if i not in seen][:refine_regf]
+    blocks, refined, evaluated = _register_blocks(space, head, arr, beam)
+    chosen = set(head)
+    order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
+    # the best ``top`` template frames, and the best ``top`` relaxed ones
+    with_blocks = [i for i in order if blocks.get(i)]
+    kept = set([i for i in with_blocks if not relaxed[i]][:top] + [i for i in with_blocks if relaxed[i]][:top])
+    first = [i for i in with_blocks if i in kept]
+    if not estimates.faithful(arch):
+        # the estimates see a deeper hierarchy through its two ends only: the
+        # cost model's own ranking of the frames adds its best few
+        more, count = _model_ranked(space, top, beam)
+        evaluated += count
+        for i, states in more:
+            if i not in first:
+                first.append(i)
+                blocks[i] = states
+    taken = set(first)
+    return [(i, blocks[i]) for i in first] + [(i, None) for i in order if i not in taken], evaluated, arr
+
+
+_MODEL_REFINE = 16  # frames the cost model's ranking re-ranks by their best register block
+
+
+def _model_ranked(space: LayerSpace, top: int, beam: int) -> tuple[list[tuple[int, list[_State]]], int]:
+    """The best frames by the cost model alone, with their register blocks, and
+    the candidates costed: frames ranked by the energy of one canonical blocking
+    each (the smallest blocks, the rest at the top), the first ``_MODEL_REFINE``
+    with a register block re-ranked by their best one's energy (everything else
+    one level up); the best ``top`` of either ranking."""
     evs = [space.evaluator(i) for i in range(len(space))]
     values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev)) for ev in evs])]
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
     refined: list[tuple[float, int]] = []
-    for i in order:
-        # frames in which no register block fits count for nothing: go on down the ranking
-        if len(refined) >= refine or len(blocks) >= _MAX_REFINED * refine:
+    for a in range(0, min(len(order), 4 * _MODEL_REFINE), _MODEL_REFINE):
+        if len(refined) >= _MODEL_REFINE:
             break
-        blocks[i], energy, count = _register_blocks(space, i, beam)
+        batch = order[a:a + _MODEL_REFINE]
+        found, energy, count = _register_blocks(space, batch, None, beam)
         evaluated += count
-        if blocks[i]:
-            refined.append((energy, i))
-    refined.sort()
+        blocks.update(found)
+        refined += [(float(energy[k]), i) for k, i in enumerate(batch) if found.get(i)]
+    refined = sorted(refined)[:_MODEL_REFINE]
     canonical = [i for i in order if blocks.get(i)][:top]
     first = list(dict.fromkeys([i for _, i in refined[:top]] + canonical))
-    chosen = set(first)
-    rest = [i for i in order if i not in chosen]
-    return [(i, blocks[i]) for i in first] + [(i, None) for i in rest], evaluated
+    return [(i, blocks[i]) for i in first], evaluated
+
+
+_ROWS_PER_CALL = 2048  # register blocks per DRAM estimate call (bounds its memory)
+
+
+def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays | None, beam: int
+                     ) -> tuple[dict[int, list[_State]], np.ndarray, int]:
+    """Each frame's best ``beam`` register blocks, the estimate of its best one
+    (inf: none fits), and the candidates costed. A register block is every
+    block that fits level 0 and leaves room above; its estimate is its energy
+    with everything else one level up under the best innermost loop there (the
+    cost model's, all frames costed in one batch per nest signature), plus
+    what the analytic DRAM-level blockings must re-fetch once it is fixed
+    (:func:`kapla.search.layer.kapla.estimates.dram`: a block stacked over the
+    PE array sets the smallest block the node buffer can hold). ``arr``: the
+    frames' rows for the estimates (None: the cost model's energy alone)."""
+    arrs, found = [], []
+    for i in frames:
+        ev = space.evaluator(i)
+        rest = np.array(ev.frame.rest, dtype=np.int64)
+        _, units = split_rows(rest[None, :], ev.frame.dims)
+        units = units[ev.fits_above(0, units, ())]
+        if len(units) == 0:
+            continue
+        states = [_State(u, [], [], rest // u) for u in units]
+        if ev.levels == 1:
+            b = None
+        else:
+            lefts = rest[None, :] // units
+            b, _ = _blockings(states, 0, lefts, np.arange(len(states)), ev.levels,
+                              _innermost(lefts))
+            arrs.append((ev, b))
+        found.append((i, states, units, b))
+    totals = iter(totals_of_many(arrs))
+    evaluated = sum(len(b) for _, b in arrs)
+    values = []
+    for _, states, _, b in found:
+        energy = np.zeros(len(states))
+        if b is not None:
+            # the block one level up holds everything left: its own buffers are judged later
+            energy = np.full(len(states), np.inf)
+            np.minimum.at(energy, b.rows, next(totals))
+        values.append(energy)
+    if arr is not None and found and len(space.problem.arch.levels) >= 3:
+        pos = {i: k for k, i in enumerate(frames)}
+        rows = arr.take(np.repeat([frames[pos[i]] for i, *_ in found], [len(u) for _, _, u, _ in found]))
+        whole = rows.with_units(np.concatenate([u for _, _, u, _ in found]))
+        n = len(whole.rest)
+        extra = np.concatenate([estimates.dram(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, n))),
+                                               space.problem.arch, once=True) for a in range(0, n, _ROWS_PER_CALL)])
+        at = 0
+        for k, (_, _, units, _) in enumerate(found):
+            values[k] = values[k] + extra[at:at + len(units)]
+            at += len(units)
+    blocks: dict[int, list[_State]] = {}
+    best = dict.fromkeys(frames, math.inf)
+    keep = _coverable_first([(space.evaluator(i), units, b, np.argsort(value, kind="stable"))
+                             for (i, _, units, b), value in zip(found, values, strict=True)], beam)
+    for (i, states, _, _), value, kept in zip(found, values, keep, strict=True):
+        if len(kept):
+            blocks[i] = [states[j] for j in kept]
+            best[i] = float(value[kept[0]])
+    return blocks, np.array([best[i] for i in frames]), evaluated
+
+
+_COVERAGE_CHUNK = 16  # register blocks checked for coverage at a time, best first
+
+
+def _coverable_first(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None, np.ndarray]],
+                     k: int) -> list[np.ndarray]:
+    """Per frame ``(evaluator, register blocks, their candidates one level up,
+    their order)``, the first ``k`` blocks in that order that leave no wholly
+    idle iteration (:func:`kapla.model.rules.coverage`) with all that is left of
+    each dim either one level up (under some of the candidates' orders) or at
+    the top: a block failing both is rarely rescued by a split in between, and
+    only costs the descent a wasted search. Blocks are checked a few at a time,
+    best first, every frame's in one batch (the best usually pass). On a
+    one-level chip (no candidates) every block is kept, in order: the register
+    block is all there is to choose."""
+    out: list[list[int]] = [[] for _ in items]
+    at = [0] * len(items)
+    todo = []
+    for n, (_, _, b, order) in enumerate(items):
+        if b is None:
+            out[n] = [int(j) for j in order]
+        else:
+            todo.append(n)
+    while todo:
+        parts, chunks = [], []
+        for n in todo:
+            ev, units, b, order = items[n]
+            assert b is not None
+            idx = order[at[n]:at[n] + _COVERAGE_CHUNK]
+            at[n] += len(idx)
+            sel = np.isin(b.rows, idx)
+            parts.append((ev, Blockings(b.unit, b.counts, b.rows[sel], tuple(o[sel] for o in b.orders))))
+            u = units[idx]
+            levels = ev.levels
+            rest = np.array(ev.frame.rest, dtype=np.int64)[None, :] // u
+            ident = np.broadcast_to(np.arange(ND, dtype=np.int64), u.shape)
+            parts.append((ev, Blockings(u, tuple(np.ones_like(u) if lvl < levels - 1 else rest
+                                                 for lvl in range(levels)),
+                                        np.arange(len(u), dtype=np.int64), tuple(ident for _ in range(levels)))))
+            chunks.append(idx)
+        oks = coverage_of_many(parts)
+        still = []
+        for m, (n, idx) in enumerate(zip(todo, chunks, strict=True)):
+            below, at_top = parts[2 * m][1], oks[2 * m + 1]
+            ok = np.zeros(len(items[n][1]), dtype=bool)
+            np.logical_or.at(ok, below.rows, oks[2 * m])
+            out[n] += [int(j) for j in idx[ok[idx] | at_top]]
+            if len(out[n]) < k and at[n] < len(items[n][3]):
+                still.append(n)
+        todo = still
+    return [np.array(o[:k] if items[n][2] is not None else o, dtype=np.int64) for n, o in enumerate(out)]
 
 
 def _canonical(ev: FrameEvaluator) -> Blockings:
@@ -195,68 +395,48 @@ def _canonical(ev: FrameEvaluator) -> Blockings:
 
 
 def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndarray, n: int,
-               orders_here: list[np.ndarray], top_orders: list[np.ndarray] | None = None
+               orders_here: Sequence[np.ndarray], top_orders: Sequence[np.ndarray] | None = None
                ) -> tuple[Blockings, np.ndarray]:
     """Candidates extending ``states`` (``src`` picks the state of each factor row)
     with loop counts ``taken`` at ``level`` and the rest at the top; each factor
     row tried under each of its ``orders_here`` (and ``top_orders``)."""
     F = len(src)
-    unit = np.stack([states[s].unit for s in src])
-    left = np.stack([states[s].left for s in src]) // taken
+    units = np.stack([s.unit for s in states])
+    unit = units[src]
+    left = np.stack([s.left for s in states])[src] // taken
+    ones = np.ones((F, ND), np.int64)
     counts = []
     for lvl in range(n):
         if lvl < level:
-            counts.append(np.stack([states[s].counts[lvl] for s in src]))
+            counts.append(np.stack([s.counts[lvl] for s in states])[src])
         elif lvl == level:
             counts.append(taken if level < n - 1 else taken * left)
         elif lvl == n - 1:
             counts.append(left)
         else:
-            counts.append(np.ones((F, ND), np.int64))
-    rows: list[int] = []
-    ords: list[list[np.ndarray]] = [[] for _ in range(n)]
-    ident = np.arange(ND, dtype=np.int64)
-    for f in range(F):
-        here = orders_here[f]
-        tops = top_orders[f] if top_orders is not None else ident[None, :]
-        for a, b in itertools.product(range(len(here)), range(len(tops))):
-            rows.append(f)
-            for lvl in range(n):
-                if lvl < level:
-                    ords[lvl].append(states[src[f]].orders[lvl])
-                elif lvl == level:
-                    ords[lvl].append(here[a])
-                elif lvl == n - 1:
-                    ords[lvl].append(tops[b])
-                else:
-                    ords[lvl].append(ident)
-    found = Blockings(unit, tuple(counts), np.array(rows, dtype=np.int64),
-                      tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
-    return found, left
-
-
-def _register_blocks(space: LayerSpace, index: int, beam: int) -> tuple[list[_State], float, int]:
-    """The frame's best ``beam`` register blocks (every block that fits level 0
-    and leaves room above, costed with everything else one level up under each
-    innermost loop there), the least energy among them (inf: none fits), and
-    the candidates costed."""
-    ev = space.evaluator(index)
-    rest = np.array(ev.frame.rest, dtype=np.int64)
-    _, units = split_rows(rest[None, :], ev.frame.dims)
-    units = units[ev.fits_above(0, units, ())]
-    if len(units) == 0:
-        return [], math.inf, 0
-    states = [_State(u, [], [], rest // u) for u in units]
-    if ev.levels == 1:
-        return states, 0.0, 0
-    lefts = rest[None, :] // units
-    b, _ = _blockings(states, 0, lefts, np.arange(len(states)), ev.levels, [innermost_orders(x, ND) for x in lefts])
-    # the block one level up holds everything left: its own buffers are judged later
-    costs = ev.costs(b, rules=False)
-    energy = np.full(len(states), np.inf)
-    np.minimum.at(energy, b.rows, costs.total)
-    keep = np.argsort(energy, kind="stable")[:beam]
-    return [states[i] for i in keep], float(energy[keep[0]]), len(b)
+            counts.append(ones)
+    # each factor row's candidates: its orders here (outer) by its orders at the top (inner)
+    ident = np.arange(ND, dtype=np.int64)[None, :]
+    n_here = np.array([len(h) for h in orders_here], dtype=np.int64)
+    tops = top_orders if top_orders is not None else [ident] * F
+    n_top = np.array([len(t) for t in tops], dtype=np.int64)
+    per_row = n_here * n_top
+    rows = np.repeat(np.arange(F, dtype=np.int64), per_row)
+    k = np.arange(len(rows), dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    across = np.repeat(n_top, per_row)
+    here = np.concatenate(orders_here)[np.repeat(np.cumsum(n_here) - n_here, per_row) + k // across]
+    top = np.concatenate(tops)[np.repeat(np.cumsum(n_top) - n_top, per_row) + k % across]
+    ords = []
+    for lvl in range(n):
+        if lvl < level:
+            ords.append(np.stack([s.orders[lvl] for s in states])[src[rows]])
+        elif lvl == level:
+            ords.append(here)
+        elif lvl == n - 1:
+            ords.append(top)
+        else:
+            ords.append(np.broadcast_to(ident, (len(rows), ND)))
+    return Blockings(unit, tuple(counts), rows, tuple(ords)), left
 
 
 def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
@@ -344,10 +524,35 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
     left = np.stack([states[s].left for s in src]) // taken
     here = list(order_classes(layer, taken))
     tops = list(order_classes(layer, left))
-    if sum(len(a) * len(t) for a, t in zip(here, tops, strict=True)) > MAX_JOINT_CANDIDATES:
-        here = [innermost_orders(t, ND) for t in taken]
+    if _pairs(here, tops) > MAX_JOINT_CANDIDATES:
+        here = _innermost(taken)
+    if _pairs(here, tops) > MAX_JOINT_CANDIDATES:
+        # still too many (many dims loop: a relaxed mapping): each split first
+        # under one choice of innermost loop per level; the best go on whole
+        inner_tops = _innermost(left)
+        b, _ = _blockings(states, level, taken, src, n, here, inner_tops)
+        costs = space.score(index, b)
+        value = costs.value(space.objective)
+        best = np.full(len(src), np.inf)
+        np.minimum.at(best, b.rows, value)
+        keep = np.sort(np.argsort(best, kind="stable")[:_KEPT_SPLITS])
+        src, taken = src[keep], taken[keep]
+        here, tops = [here[k] for k in keep], [tops[k] for k in keep]
+        if _pairs(here, tops) > MAX_JOINT_CANDIDATES:
+            tops = [inner_tops[k] for k in keep]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     return b, space.score(index, b)
+
+
+def _innermost(counts: np.ndarray) -> list[np.ndarray]:
+    """Per row of loop counts ``(F, 8)``, its orders with each looping dim innermost
+    (:func:`kapla.space.layer.skeletons.innermost_orders`, read from one table)."""
+    table = innermost_table(ND)
+    return [table(int(m)) for m in looping_mask(counts)]
+
+
+def _pairs(here: Sequence[np.ndarray], tops: Sequence[np.ndarray]) -> int:
+    return sum(len(a) * len(t) for a, t in zip(here, tops, strict=True))
 
 
 @dataclass

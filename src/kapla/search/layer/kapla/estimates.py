@@ -1,0 +1,532 @@
+"""KAPLA's analytic estimates of frames and register blocks (Sec. IV-C), over any hierarchy.
+
+A frame is never blocked to be ranked. Its estimate is
+
+* **on chip**: the data each PE and each node must receive at least once
+  (array bus, the node buffer), and the layer's compute steps of static energy
+  (:func:`on_chip`);
+* **DRAM**: the cheapest DRAM and NoC traffic of a small family of analytic
+  blockings of the two outer levels (:func:`dram`). Each member keeps one tensor
+  resident in the node buffer (its irrelevant loops innermost, over the
+  smallest blocks) and splits that tensor's own dimensions over the DRAM-level
+  loops by one of a few counts; it is costed as the cost model counts DRAM
+  reads and writes, NoC hops and buffer-sharing rotation, and must fit the
+  node buffer. DRAM energy dominates large layers, so a frame ranks mostly by
+  how little it must re-fetch;
+* **register-aware** (:func:`regf`): the same kind of family one level down,
+  in place of the on-chip bound (which assumes registers that hold a PE's
+  whole block).
+
+A deeper hierarchy is seen through its two ends: level 0 (the PEs, with every
+stack of the levels between them and the node level) and the node level (the
+outermost on-chip level, under DRAM). The estimates only order frames and
+register blocks; every scheme is costed by the cost model before it can win.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.arch.spec import ArchSpec
+from kapla.dataflow.mapping import STREAMED_DIMS
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
+from kapla.model.hardware import channel_distance, hardware, word_energy
+from kapla.model.rules import fits
+from kapla.space.layer.frames import Frame
+from kapla.space.layer.skeletons import divisors
+from kapla.workload.layer import Layer
+
+ND = len(DIMS)
+_SPLITS = (0.0, 1 / 3, 2 / 3, 1.0)  # loop counts tried per dim: 1, about the cube root, its square, all
+_UNFIT_PENALTY = 4  # a frame no analytic blocking fits ranks behind every one that fits, by this factor
+_FILTER = (DIM_INDEX["S"], DIM_INDEX["R"])
+_ROW_FIELDS = ("rest", "mu", "s0", "in0", "s1", "dist", "nodes", "pes", "trips", "below", "units")
+
+
+@dataclass
+class FrameArrays:
+    """The numbers of many frames of one layer, one row each (loop dims in :data:`DIMS` order)."""
+
+    layer: Layer
+    full: np.ndarray  # (8,) layer extents
+    rest: np.ndarray  # (S, 8) what blocking covers
+    mu: np.ndarray  # (S, 8) the PE mapping's unit block
+    s0: np.ndarray  # (S, 8) stacks below the node level (the PE array, and any level between)
+    in0: np.ndarray  # (S, 8) the mapping's innermost loops
+    s1: np.ndarray  # (S, 8) node stacks
+    shr: dict  # Kind -> (S,) sharing
+    dist: np.ndarray
+    nodes: np.ndarray
+    pes: np.ndarray
+    trips: np.ndarray
+    choices: np.ndarray  # (S, 8, len(_SPLITS)) DRAM-level loop counts tried per dim
+    below: np.ndarray  # (S, M, 8) per level between the PEs and the node level: the stacks below it
+    units: np.ndarray  # (S, M) per such level: its units per node
+
+    def take(self, idx) -> FrameArrays:
+        """These rows (repeats allowed)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        rows = {f: getattr(self, f)[idx] for f in _ROW_FIELDS + ("choices",)}
+        return FrameArrays(self.layer, self.full, shr={k: v[idx] for k, v in self.shr.items()}, **rows)
+
+    def with_units(self, blocks: np.ndarray) -> FrameArrays:
+        """These rows (one per register block) with each register block
+        (``blocks``, ``(F, 8)`` factors) folded into the mapping's unit."""
+        rest = self.rest // blocks
+        values, where = np.unique(rest, return_inverse=True)
+        table = np.array([_split_choices(int(n)) for n in values], dtype=np.int64)
+        fields = {f: getattr(self, f) for f in _ROW_FIELDS}
+        fields.update(rest=rest, mu=self.mu * blocks)
+        return FrameArrays(self.layer, self.full, shr=self.shr, choices=table[where.reshape(rest.shape)], **fields)
+
+
+def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
+    """The rows of ``frames`` (of one layer) for the estimates."""
+    layer, batch = frames[0].layer, frames[0].batch
+    full = np.array([layer_dims(layer, batch)[d] for d in DIMS], dtype=np.int64)
+    rows: dict = {}
+    dist_cache: dict = {}
+    cols = []
+    shr = {k: np.ones(len(frames), dtype=np.int64) for k in Kind}
+    for i, f in enumerate(frames):
+        for k, n in f.shr:
+            shr[k][i] = n
+        # by identity: the sharing choices of one spatial choice share its tuple
+        key = (id(f.spatial), f.rest)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = _row(f, arch, dist_cache)
+        cols.append(row)
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = (np.array(c) for c in zip(*cols,
+                                                                                                    strict=True))
+    M = max(len(frames[0].spatial) - 2, 0)
+    return FrameArrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
+                       in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
+                       pes.astype(float), trips.astype(float), choices.astype(np.int64),
+                       below.astype(np.int64).reshape(len(frames), M, ND), units.astype(float).reshape(len(frames), M))
+
+
+def _row(frame: Frame, arch: ArchSpec, dist_cache: dict) -> tuple:
+    spatial = frame.spatial
+    node = len(spatial) - 1 if len(spatial) >= 2 else None
+    mu, s0, in0, s1 = ([1] * ND for _ in range(4))
+    for d, n in spatial[0].unit:
+        mu[DIM_INDEX[d]] *= n
+    for level, sp in enumerate(spatial):
+        stacks = s1 if level == node else s0
+        for st in sp.stacks:
+            stacks[DIM_INDEX[st.dim]] *= st.count
+        if level != node:
+            for lp in sp.inner:
+                in0[DIM_INDEX[lp.dim]] *= lp.count
+    grid = (1, 1)
+    if node is not None:
+        stacks_ = spatial[node].stacks
+        grid = (math.prod(s.rows for s in stacks_), math.prod(s.cols for s in stacks_))
+    if grid not in dist_cache:
+        dist_cache[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
+    rest = list(frame.rest)
+    # the levels between the PEs and the node level: the stacks below each, its units per node
+    below, units = [], []
+    acc = [1] * ND
+    for level, sp in enumerate(spatial[:-1]):
+        if level:
+            below.append(list(acc))
+            units.append(math.prod(st.count for k in range(level, len(spatial) - 1) for st in spatial[k].stacks))
+        for st in sp.stacks:
+            acc[DIM_INDEX[st.dim]] *= st.count
+    return (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
+            math.prod(mu) * math.prod(in0) * math.prod(rest), [_split_choices(n) for n in rest], below, units)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_choices(n: int) -> tuple[int, ...]:
+    """The DRAM-level loop counts tried for a dim with ``n`` left (:data:`_SPLITS`)."""
+    divs = divisors(n)
+    return tuple(min(divs, key=lambda v: (abs(math.log(v) - f * math.log(n)), v)) for f in _SPLITS)
+
+
+def faithful(arch: ArchSpec) -> bool:
+    """Whether the estimates see the whole hierarchy: registers under one node
+    level under DRAM, each holding every tensor (deeper ones are seen through
+    their two ends, tensors bypassing a level as if they did not)."""
+    hw = hardware(arch)
+    return len(arch.levels) <= 3 and all(len(level.holds) == len(Kind) for level in hw.levels[:-1])
+
+
+def _node(arch: ArchSpec) -> int:
+    """The node level's index (the outermost on-chip level; DRAM's on a one-level chip)."""
+    return max(len(arch.levels) - 2, 1)
+
+
+def estimates(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
+    """Each frame's estimate: :func:`on_chip` plus :func:`dram`."""
+    return on_chip(arr, arch) + dram(arr, arch)
+
+
+def on_chip(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
+    """Each PE and each node must load the data its block touches at least
+    once, and the layer takes at least its compute steps of static energy.
+    MAC and register energy are the same for every frame."""
+    layer = arr.layer
+    pe_span = arr.mu * arr.in0 * arr.rest
+    node_span = pe_span * arr.s0
+    fp_pe = footprints(pe_span, layer)
+    fp_node = footprints(node_span, layer)
+    systolic = arch.levels[0].same_level_transfer
+    itcn = np.zeros(len(arr.rest))
+    gbuf = np.zeros(len(arr.rest))
+    for r in tensor_roles(layer):
+        per_node = fp_node[r.kind] * r.copies
+        itcn += (per_node if systolic else fp_pe[r.kind] * r.copies * arr.pes) * arr.nodes
+        gbuf += per_node * arr.nodes
+    energy = itcn * arch.bus_energy + gbuf * word_energy(arch, _node(arch)) + arr.trips * arch.static_energy
+    # each unit of a level between them loads what its block touches at least once too
+    hw = hardware(arch)
+    for m in range(arr.below.shape[1]):
+        level = hw.levels[m + 1]
+        fp = footprints(pe_span * arr.below[:, m], layer)
+        for r in tensor_roles(layer):
+            if r.kind in level.holds:
+                energy = energy + fp[r.kind] * r.copies * arr.units[:, m] * arr.nodes * level.read[r.kind]
+    return energy
+
+
+def _role_energy(role: TensorRole, fp_node: np.ndarray, fp_pe: np.ndarray, reload: np.ndarray,
+                 distinct: np.ndarray, nodes: np.ndarray, node_pes: np.ndarray, arch: ArchSpec) -> np.ndarray:
+    """On-chip energy of one tensor role below the node buffer, for :func:`regf`:
+    its node and PE blocks (``fp_node``, ``fp_pe`` words) fetched ``reload``
+    times (written blocks: read back all but the ``distinct`` first times); on
+    a systolic array the node buffer feeds the array's edge and neighbours pass
+    the rest on, else every PE is fed over the bus."""
+    group = fp_node * reload * role.copies * nodes
+    pe = fp_pe * reload * role.copies * node_pes
+    if role.written:
+        group = 2 * group - fp_node * distinct * role.copies * nodes
+        pe = 2 * pe - fp_pe * distinct * role.copies * node_pes
+    if arch.levels[0].same_level_transfer:
+        bus, regf_ = group, np.maximum(pe - group, 0)
+    else:
+        bus, regf_ = pe, 0.0
+    return group * word_energy(arch, _node(arch)) + bus * arch.bus_energy + regf_ * word_energy(arch, 0)
+
+
+def _fit(arch: ArchSpec, level: int, words: Mapping[Kind, np.ndarray | int], shape) -> np.ndarray:
+    """Which blocks of ``words`` per tensor kind one unit of ``level`` holds
+    (:func:`kapla.model.rules.fits`; tensors the level does not hold take no room)."""
+    hw = hardware(arch)
+    held = {k: np.broadcast_to(w, shape) for k, w in words.items() if k in hw.levels[level].holds}
+    return fits(held, hw, level) if held else np.ones(shape, dtype=bool)
+
+
+def _add_words(words: dict, kind: Kind, value) -> None:
+    words[kind] = words[kind] + value if kind in words else value
+
+
+def regf(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
+    """The cheapest array-bus and node-buffer traffic of a family of analytic
+    register-level blockings, per frame (the :func:`dram` family one level
+    down): for each tensor ``T`` kept in the registers, the register block
+    holds one of a few splits of ``T``'s own dims and the smallest block of the
+    others, whose loops run innermost (inside them, the mapping's own loops).
+    A tensor is re-fetched by every loop outside its innermost relevant one;
+    outputs write back and re-read their partial sums. Blocks that overflow
+    the registers are dropped (inf if all do)."""
+    layer = arr.layer
+    roles = tensor_roles(layer)
+    S = len(arr.rest)
+    full = arr.full
+    in_dims = [i for i in range(ND) if np.any(arr.in0[:, i] > 1)]
+    best = np.full(S, np.inf)
+    varying = [j for j in range(ND) if np.any(arr.rest[:, j] > 1)]
+    for T in dict.fromkeys(r.kind for r in roles):
+        # a filter a relaxed mapping leaves to blocking loops whole above the registers
+        fam = _Family(arr, T, varying, looped=_FILTER)
+        row = fam.row
+        c0 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(arr.mu))]
+        g0 = [np.minimum(c * row(arr.s0[:, i]), full[i]) for i, c in enumerate(c0)]
+        fp_c, fp_g = footprints_of(c0, layer), footprints_of(g0, layer)
+        held = _held_extents(c0, arch)
+        fp_held = fp_c if held is c0 else footprints_of(held, layer)
+        words: dict = {}
+        for r in roles:
+            _add_words(words, r.kind, fp_held[r.kind] * r.copies)
+        # loops outermost first: T's dims, the others, then the mapping's inner loops
+        loop_counts = [fam.counts[j] for j in fam.outer + fam.inner] + [row(arr.in0[:, i]) for i in in_dims]
+        loop_dims = [DIMS[j] for j in fam.outer + fam.inner] + [DIMS[i] for i in in_dims]
+        cum = _running_products(loop_counts)
+        nodes, node_pes = row(arr.nodes), row(arr.nodes * arr.pes)
+        energy = np.zeros(fam.shape)
+        for r in roles:
+            rel = [d in RELEVANT[r.kind] for d in loop_dims]
+            distinct = _grid_product([c for c, flag in zip(loop_counts, rel, strict=True) if flag])
+            energy = energy + _role_energy(r, fp_g[r.kind], fp_c[r.kind], _grid_reloads(loop_counts, cum, rel),
+                                           distinct, nodes, node_pes, arch)
+        energy = np.where(_fit(arch, 0, words, fam.shape), energy, np.inf)
+        best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
+    return best
+
+
+def _held_extents(extents: list, arch: ArchSpec) -> list:
+    """The register block's extents a PE holds (:func:`kapla.model.rules.streamed_window`
+    under counting ``regf_holds: window``)."""
+    if not arch.counting.streams_rows:
+        return extents
+    held = list(extents)
+    for d in STREAMED_DIMS:
+        held[DIM_INDEX[d]] = np.ones_like(held[DIM_INDEX[d]])
+    return held
+
+
+class _Family:
+    """The loop counts above the buffer of a family keeping ``T`` resident:
+    ``T``'s own varying dims (``outer``) split by each combination of
+    :data:`_SPLITS`, the others (``inner``) looping over all that is left;
+    ``held`` dims do not loop (the buffer holds all that is left of them),
+    ``looped`` ones are never split (all that is left of them loops).
+
+    The combinations are the axes of a grid ``shape`` = ``(S, K, ..., K)``
+    (``K`` = ``len(_SPLITS)``, one axis per outer dim, the last varying
+    fastest when flattened: ``itertools.product`` order); every number that
+    depends on one dim's count lives on that dim's axis (broadcastable arrays)
+    and is only spread over the whole grid when combined with the others."""
+
+    def __init__(self, arr: FrameArrays, T: Kind, varying: list[int], held: tuple[int, ...] = (),
+                 looped: tuple[int, ...] = ()) -> None:
+        S = len(arr.rest)
+        self.outer = [j for j in varying if DIMS[j] in RELEVANT[T] and j not in held + looped]
+        self.inner = [j for j in varying if (DIMS[j] not in RELEVANT[T] or j in looped) and j not in held]
+        n, K = len(self.outer), len(_SPLITS)
+        self.S, self.rest = S, arr.rest
+        self.shape = (S,) + (K,) * n
+        self._ones = (1,) * n
+        self.counts: dict[int, np.ndarray] = {}  # loop dim -> its loop count, on the grid
+        for a, j in enumerate(self.outer):
+            self.counts[j] = arr.choices[:, j, :].reshape((S,) + tuple(K if b == a else 1 for b in range(n)))
+        for j in self.inner:
+            self.counts[j] = self.row(arr.rest[:, j])
+
+    def row(self, values: np.ndarray) -> np.ndarray:
+        """Per-frame values ``(S,)`` on the grid."""
+        return values.reshape((self.S,) + self._ones)
+
+    def blocks(self, base: np.ndarray) -> list[np.ndarray]:
+        """Per loop dim, ``base`` ``(S, 8)`` times what the loops above leave of it."""
+        out = [self.row(base[:, i]) for i in range(ND)]
+        for j in range(ND):
+            if j in self.counts:
+                out[j] = out[j] * (self.row(self.rest[:, j]) // self.counts[j])
+            else:
+                out[j] = out[j] * self.row(self.rest[:, j])
+        return out
+
+
+def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
+    """Products of the loop counts (outermost first) down to each loop."""
+    out: list[np.ndarray] = []
+    for c in counts:
+        out.append(c if not out else out[-1] * c)
+    return out
+
+
+def _grid_product(factors: list) -> np.ndarray:
+    """The product of integer factors that broadcast together, the smallest
+    multiplied first (integer products are exact in any order)."""
+    factors = [f for f in factors if not (isinstance(f, int) and f == 1)]
+    if len(factors) > 2:
+        factors.sort(key=np.size)
+    if not factors:
+        return np.ones((), dtype=np.int64)
+    out = factors[0]
+    for f in factors[1:]:
+        out = out * f
+    return out
+
+
+def _grid_reloads(counts: list[np.ndarray], cum: list[np.ndarray], relevant: list[bool]):
+    """How often a tensor is fetched through loops of ``counts`` (outermost first;
+    ``cum`` their running products): the product of the counts down to its
+    innermost looping relevant loop (``relevant``, per loop), 1 if none loops."""
+    reload: np.ndarray | int = 1
+    found = None  # where a loop further in already decided
+    for i in range(len(counts) - 1, -1, -1):
+        if not relevant[i]:
+            continue
+        if all(relevant[:i + 1]):
+            # every loop out to here is relevant: where none further in loops,
+            # the innermost looping one leaves only loops of count 1 up to here
+            return cum[i] if found is None else np.where(found, reload, cum[i])
+        looping = counts[i] > 1
+        if not looping.any():
+            continue
+        if looping.all():
+            return cum[i] if found is None else np.where(found, reload, cum[i])
+        if found is None:
+            reload, found = np.where(looping, cum[i], 1), looping
+        else:
+            looping = looping & ~found
+            reload, found = np.where(looping, cum[i], reload), found | looping
+    return reload
+
+
+def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
+    """The cheapest DRAM-level traffic of a family of analytic blockings, per frame
+    (0 without a level between the registers and DRAM).
+
+    For each tensor ``T`` kept resident, the node buffer holds the smallest
+    blocks along the dimensions ``T`` does not index (their loops innermost)
+    and ``T``'s own dimensions are split over the DRAM-level loops by 1, about
+    the cube root, about its square, or all of what is left. A tensor is
+    re-fetched by every loop outside its innermost relevant one; outputs read
+    back their partial sums. The energy counts DRAM words, NoC hops to the
+    nearest channel and buffer-sharing rotation, and the static energy of
+    DRAM-bound time; blockings that overflow the node buffer are dropped.
+    ``once``: less what fetching every tensor once would cost.
+    """
+    if len(arch.levels) < 3:
+        return np.zeros(len(arr.rest))
+    layer = arr.layer
+    roles = tensor_roles(layer)
+    S = len(arr.rest)
+    node = _node(arch)
+    full, rest, s1, shr, dist, nodes, trips = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
+                                               arr.trips)
+    base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
+    kinds = [r.kind for r in roles]
+    best = np.full(S, np.inf)
+    varying = [j for j in range(ND) if np.any(rest[:, j] > 1)]
+    e_node = word_energy(arch, node)
+    for T in dict.fromkeys(kinds):
+        # a filter a relaxed mapping leaves to blocking is held whole in the node
+        # buffer: splitting it too would multiply the family for little
+        fam = _Family(arr, T, varying, _FILTER)
+        row = fam.row
+        c1 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(base))]
+        g1 = [np.minimum(c * row(s1[:, i]), full[i]) for i, c in enumerate(c1)]
+        fps_c = footprints_of(c1, layer)
+        fps_g = footprints_of(g1, layer)
+        words: dict = {}  # whole words per kind (exact as integers)
+        for r in roles:
+            need = fps_c[r.kind]
+            if np.any(shr[r.kind] != 1):
+                need = -(-need // row(shr[r.kind]))
+            _add_words(words, r.kind, need * r.copies if r.copies != 1 else need)
+        # loop order: T's dims (outer) in DIMS order, then the others
+        order = fam.outer + fam.inner
+        tt = [fam.counts[j] for j in order]
+        cum = _running_products(tt)
+        # the sums below are those of the plain expressions, term by term, in
+        # place (terms known to be zero everywhere are left out: adding them
+        # changes no bit)
+        dram_: np.ndarray = np.zeros(fam.shape)
+        noc: np.ndarray = np.zeros(fam.shape)
+        rot: np.ndarray = np.zeros(fam.shape)
+        tmp = np.empty(fam.shape)
+        with_noc = bool(np.any(dist))
+        with_rot = False
+        node_n, dist_n = row(nodes), row(dist)
+        for r in roles:
+            rel = [DIMS[j] in RELEVANT[r.kind] for j in order]
+            reload = _grid_reloads(tt, cum, rel)
+            group_words = _grid_product([fps_g[r.kind], reload, r.copies])
+            if r.written:
+                distinct = _grid_product([c for c, flag in zip(tt, rel, strict=True) if flag])
+                words_out = 2 * group_words - _grid_product([fps_g[r.kind], distinct, r.copies])
+                dram_ += words_out
+                if with_noc:
+                    np.multiply(words_out, dist_n, out=tmp)
+                    noc += tmp
+            else:
+                dram_ += group_words
+                k_shr = shr[r.kind]
+                shared = bool(np.any(k_shr != 1))
+                if not (with_noc or shared):
+                    continue
+                k_shr = row(k_shr)
+                node_words = np.multiply(_grid_product([fps_c[r.kind], reload, r.copies]), node_n, out=tmp)
+                if with_noc:
+                    noc += node_words / k_shr * dist_n if shared else node_words * dist_n
+                if shared:
+                    with_rot = True
+                    np.multiply(node_words, k_shr - 1, out=tmp)
+                    tmp /= k_shr
+                    rot += tmp
+        energy = dram_ * word_energy(arch, -1)
+        if with_noc or with_rot:
+            np.add(noc, rot, out=tmp)
+            tmp *= arch.hop_energy
+            energy += tmp
+        if with_rot:
+            np.multiply(rot, 2, out=tmp)
+            tmp *= e_node
+            energy += tmp
+        np.divide(dram_, arch.dram_bandwidth_words, out=tmp)
+        tmp -= row(trips)
+        np.maximum(tmp, 0, out=tmp)
+        tmp *= arch.static_energy
+        energy += tmp
+        np.copyto(energy, np.inf, where=~_fit(arch, node, words, fam.shape))
+        best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
+    if once:  # less what fetching every tensor once would cost
+        nom = base * rest
+        c1 = np.minimum(nom, full)
+        g1 = np.minimum(c1 * s1, full)
+        fps_c = footprints(c1, layer)
+        fps_g = footprints(g1, layer)
+        dram_ = np.zeros(S)
+        noc = np.zeros(S)
+        rot = np.zeros(S)
+        for r in roles:
+            dram_ += fps_g[r.kind] * r.copies
+            if r.written:
+                noc += fps_g[r.kind] * r.copies * dist
+            else:
+                node_words = fps_c[r.kind] * r.copies * nodes
+                noc += node_words / shr[r.kind] * dist
+                rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
+        best = best - (dram_ * word_energy(arch, -1) + (noc + rot) * arch.hop_energy
+                       + 2 * rot * e_node
+                       + np.maximum(dram_ / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
+    # a frame none of whose analytic blockings fits still gets ranked (last)
+    finite = np.isfinite(best)
+    if not finite.all():
+        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * _UNFIT_PENALTY + 1.0)
+    return best
+
+
+def _window(out, kernel, stride, dilation, whole):
+    span = (out - 1) * stride + (kernel - 1) * dilation + 1
+    return np.minimum(np.minimum(span, out * kernel), whole)
+
+
+@functools.lru_cache(maxsize=1024)
+def _whole_window(out: int, kernel: int, stride: int, dilation: int) -> int:
+    from kapla.dataflow.tensors import window
+
+    return window(out, kernel, stride, dilation)
+
+
+def footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
+    """Elements of each kind blocks ``(..., 8)`` touch."""
+    return footprints_of([block[..., i] for i in range(ND)], layer)
+
+
+def footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
+    """Elements of each kind a block touches, from its extent per loop dim
+    (:data:`DIMS` order; integer arrays that broadcast together)."""
+    sy, sx = layer.stride
+    dy, dx = layer.dilation
+    n, g, c, k, y, x, s, r = extents
+    rows = _window(y, s, sy, dy, _whole_window(layer.yo, layer.s, sy, dy))
+    cols = _window(x, r, sx, dx, _whole_window(layer.xo, layer.r, sx, dx))
+    return {Kind.WGT: _grid_product([g, k, c, s, r]), Kind.OFM: _grid_product([n, g, k, y, x]),
+            Kind.IFM: _grid_product([n, g, c, rows, cols])}
+
+
+__all__ = ["FrameArrays", "dram", "estimates", "faithful", "footprints", "footprints_of", "frame_arrays", "on_chip",
+           "regf"]

@@ -1,0 +1,184 @@
+"""KAPLA's analytic estimates of frames: their grid form reproduces the plain
+(frame x combination x dim) form bit for bit, every frame gets one, and they
+rank a DRAM-bound layer's frames so that the descent finds its optimum."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from kapla.arch import load_arch
+from kapla.dataflow.tensors import DIMS, RELEVANT, tensor_roles
+from kapla.search.layer.kapla import estimates as E
+from kapla.space.layer.frames import FrameEvaluator, frames, split_rows
+from kapla.workload.layer import Layer, Op, Phase
+
+ARCHS = {
+    "region2x2": load_arch("multinode").with_node_region(2, 2),
+    "multinode_4x4": load_arch("multinode_4x4"),
+    "edge": load_arch("edge"),
+}
+LAYERS = [
+    Layer("conv", Op.CONV, c=32, k=64, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
+    Layer("strided", Op.CONV, c=24, k=48, h=30, w=30, s=5, r=5, stride=(2, 2), dilation=(2, 2)),
+    Layer("fc", Op.FC, c=512, k=256, h=1, w=1),
+    Layer("dw", Op.CONV, c=32, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1), groups=32),
+    Layer("pool", Op.POOL, c=16, k=16, h=14, w=14, s=2, r=2, stride=(2, 2), mode="max"),
+    Layer("add", Op.ELTWISE, c=32, k=32, h=14, w=14, mode="add", n_inputs=2),
+    Layer("bwd", Op.CONV, c=32, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1), phase=Phase.BWD_DATA),
+    Layer("wgrad", Op.CONV, c=32, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1), phase=Phase.WGRAD),
+]
+CASES = [(arch, layer) for arch in ARCHS for layer in LAYERS]
+IDS = [f"{arch}-{layer.name}" for arch, layer in CASES]
+
+
+def _family_counts(arr, T, varying):
+    S, nd = arr.rest.shape
+    outer = [j for j in varying if DIMS[j] in RELEVANT[T]]
+    inner = [j for j in varying if DIMS[j] not in RELEVANT[T]]
+    combos = np.array(list(itertools.product(range(len(E._SPLITS)), repeat=len(outer))),
+                      dtype=np.int64).reshape(-1, len(outer))
+    t = np.ones((S, len(combos), nd), dtype=np.int64)
+    for jj, j in enumerate(outer):
+        t[:, :, j] = arr.choices[:, j, :][:, combos[:, jj]]
+    for j in inner:
+        t[:, :, j] = arr.rest[:, None, j]
+    return outer, inner, t
+
+
+def _reloads(counts, cum, relevant):
+    S, C, L = counts.shape
+    if not L:
+        return np.ones((S, C), dtype=np.int64)
+    looping = (counts > 1) & relevant[None, None, :]
+    pos = np.where(looping, np.arange(L)[None, None, :], -1).max(axis=2)
+    return np.where(pos >= 0, np.take_along_axis(cum, np.maximum(pos, 0)[:, :, None], axis=2)[:, :, 0], 1)
+
+
+def _plain_regf(arr, arch):
+    layer, roles = arr.layer, tensor_roles(arr.layer)
+    S, nd = arr.rest.shape
+    full, rest = arr.full, arr.rest
+    cap = arch.levels[0].capacity // arch.word_bytes
+    in_dims = [i for i in range(len(DIMS)) if np.any(arr.in0[:, i] > 1)]
+    best = np.full(S, np.inf)
+    varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
+    for T in dict.fromkeys(r.kind for r in roles):
+        outer, inner, t = _family_counts(arr, T, varying)
+        C = t.shape[1]
+        block = np.repeat(arr.mu[:, None, :], C, axis=1)
+        for j in range(nd):
+            block[:, :, j] *= rest[:, None, j] // t[:, :, j]
+        c0 = np.minimum(block, full)
+        g0 = np.minimum(c0 * arr.s0[:, None, :], full)
+        fp_c, fp_g = E.footprints(c0, layer), E.footprints(g0, layer)
+        words = sum(fp_c[r.kind] * r.copies for r in roles)
+        order_counts = [t[:, :, j] for j in outer + inner] + [np.broadcast_to(arr.in0[:, None, i], (S, C))
+                                                             for i in in_dims]
+        order_dims = [DIMS[j] for j in outer + inner] + [DIMS[i] for i in in_dims]
+        tt = np.stack(order_counts, axis=2) if order_counts else np.ones((S, C, 0), dtype=np.int64)
+        cum = np.cumprod(tt, axis=2)
+        energy = np.zeros((S, C))
+        for r in roles:
+            rel = np.array([d in RELEVANT[r.kind] for d in order_dims], dtype=bool)
+            distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
+            energy = energy + E._role_energy(r, fp_g[r.kind], fp_c[r.kind], _reloads(tt, cum, rel), distinct,
+                                                 arr.nodes[:, None], (arr.nodes * arr.pes)[:, None], arch)
+        energy = np.where(words <= cap, energy, np.inf)
+        best = np.minimum(best, energy.min(axis=1))
+    return best
+
+
+def _plain_dram(arr, arch):
+    """``_dram_estimates`` without ``once``."""
+    layer, roles = arr.layer, tensor_roles(arr.layer)
+    S, nd = arr.rest.shape
+    full, rest, s1, shr, dist, nodes, trips = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
+                                               arr.trips)
+    base = arr.mu * arr.s0 * arr.in0
+    cap = arch.levels[1].capacity // arch.word_bytes
+    best = np.full(S, np.inf)
+    varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
+    for T in dict.fromkeys(r.kind for r in roles):
+        outer, inner, t = _family_counts(arr, T, varying)
+        C = t.shape[1]
+        m_factor = np.ones((S, C, len(DIMS)), dtype=np.int64)
+        for j in range(nd):
+            m_factor[:, :, j] = rest[:, None, j] // t[:, :, j]
+        c1 = np.minimum(base[:, None, :] * m_factor, full)
+        g1 = np.minimum(c1 * s1[:, None, :], full)
+        fps_c, fps_g = E.footprints(c1, layer), E.footprints(g1, layer)
+        words = np.zeros((S, C))
+        for r in roles:
+            words += -(-fps_c[r.kind] // shr[r.kind][:, None]) * r.copies
+        order = outer + inner
+        tt = t[:, :, order]
+        cum = np.cumprod(tt, axis=2)
+        dram, noc, rot = np.zeros((S, C)), np.zeros((S, C)), np.zeros((S, C))
+        for r in roles:
+            rel = np.array([DIMS[j] in RELEVANT[r.kind] for j in order], dtype=bool)
+            reload = _reloads(tt, cum, rel)
+            distinct = np.prod(np.where(rel[None, None, :], tt, 1), axis=2)
+            group_words = fps_g[r.kind] * reload * r.copies
+            node_words = fps_c[r.kind] * reload * r.copies * nodes[:, None]
+            if r.written:
+                first = fps_g[r.kind] * distinct * r.copies
+                dram += 2 * group_words - first
+                noc += (2 * group_words - first) * dist[:, None]
+            else:
+                k_shr = shr[r.kind][:, None]
+                dram += group_words
+                noc += node_words / k_shr * dist[:, None]
+                rot += node_words * (k_shr - 1) / k_shr
+        energy = (dram * arch.levels[-1].access_energy + (noc + rot) * arch.hop_energy
+                  + 2 * rot * arch.levels[1].access_energy
+                  + np.maximum(dram / arch.dram_bandwidth_words - trips[:, None], 0) * arch.static_energy)
+        best = np.minimum(best, np.where(words <= cap, energy, np.inf).min(axis=1))
+    finite = np.isfinite(best)
+    if not finite.all():
+        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * 4 + 1.0)
+    return best
+
+
+@pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
+def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer):
+    arch = ARCHS[arch_name]
+    found = frames(layer, 4, arch, relax=False)
+    arr = E.frame_arrays(found, arch)
+    assert np.array_equal(E.regf(arr, arch), _plain_regf(arr, arch))
+    assert np.array_equal(E.dram(arr, arch), _plain_dram(arr, arch))
+    # one row per register block, as the ranking costs them
+    picks = np.linspace(0, len(found) - 1, min(4, len(found))).astype(int)
+    units = []
+    for i in picks:
+        ev = FrameEvaluator(found[i], arch)
+        rest = np.array(found[i].rest, dtype=np.int64)[None, :]
+        _, u = split_rows(rest, found[i].dims)
+        units.append(u[ev.fits_above(0, u, ())])
+    whole = arr.take(np.repeat(picks, [len(u) for u in units])).with_units(np.concatenate(units))
+    assert np.array_equal(E.dram(whole, arch), _plain_dram(whole, arch))
+
+
+@pytest.mark.parametrize("arch_name", ["multinode_4x4", "edge", "four_level", "simba"])
+def test_every_frame_gets_a_finite_positive_estimate(arch_name):
+    arch = load_arch(arch_name) if arch_name != "four_level" else _four_level()
+    for layer in LAYERS:
+        found = frames(layer, 2, arch)
+        if not found:
+            continue
+        values = E.estimates(E.frame_arrays(found, arch), arch)
+        assert values.shape == (len(found),)
+        assert np.all(np.isfinite(values)) and np.all(values > 0)
+
+
+def test_only_the_classic_hierarchy_is_seen_whole():
+    assert E.faithful(load_arch("multinode")) and E.faithful(load_arch("edge"))
+    assert not E.faithful(load_arch("simba")) and not E.faithful(_four_level())
+
+
+def _four_level():
+    from pathlib import Path
+
+    from kapla.arch import load_arch as load
+
+    return load(str(Path(__file__).resolve().parents[4] / "examples" / "four_level.yaml"))
