@@ -11,8 +11,8 @@ depth, bypassed tensors and per-tensor buffers come for free:
    once it is fixed; blocks that leave wholly idle iterations are passed over.
    Relaxed mappings (strips, partial filters) are ranked beside the
    template's whole rows and filters, never in place of them: the best
-   ``top`` of each are descended. Where the estimates see only the two ends
-   of a deeper hierarchy, the cost model's own ranking (one canonical
+   ``top`` template frames are descended, and the best ``top // 2`` relaxed
+   ones. Where the estimates see only the two ends of a deeper hierarchy, the cost model's own ranking (one canonical
    blocking per frame) adds its best few;
 2. on those frames, from the registers out:
 
@@ -225,9 +225,10 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     blocks, refined, evaluated = _register_blocks(space, head, arr, beam)
     chosen = set(head)
     order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
-    # the best ``top`` template frames, and the best ``top`` relaxed ones
+    # the best ``top`` template frames, and the best half as many relaxed ones
     with_blocks = [i for i in order if blocks.get(i)]
-    kept = set([i for i in with_blocks if not relaxed[i]][:top] + [i for i in with_blocks if relaxed[i]][:top])
+    kept = set([i for i in with_blocks if not relaxed[i]][:top]
+               + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
     first = [i for i in with_blocks if i in kept]
     if not estimates.faithful(arch):
         # the estimates see a deeper hierarchy through its two ends only: the
@@ -334,7 +335,7 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     return blocks, np.array([best[i] for i in frames]), evaluated
 
 
-_COVERAGE_CHUNK = 16  # register blocks checked for coverage at a time, best first
+_COVERAGE_CHUNK = 4  # register blocks checked for coverage at a time, best first
 
 
 def _coverable_first(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None, np.ndarray]],

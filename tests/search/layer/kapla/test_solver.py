@@ -1,0 +1,106 @@
+"""KAPLA's intra-layer solver: close to the exhaustive optimum, valid, deterministic,
+and honouring a feed (data kept on chip fetched once)."""
+
+import pytest
+
+from kapla.arch import load_arch
+from kapla.model.evaluate import Feed, evaluate
+from kapla.search.base import NoSchemeError
+from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
+from kapla.workload.layer import Layer, Op
+from kapla.workload.zoo import get_network
+
+ARCH = load_arch("multinode").with_node_region(2, 2)
+LAYERS = [
+    Layer("conv", Op.CONV, c=32, k=64, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
+    Layer("fc", Op.FC, c=512, k=256, h=1, w=1),
+    Layer("dw", Op.CONV, c=32, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1), groups=32),
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+def test_close_to_the_exhaustive_optimum(layer):
+    kapla = KaplaIntraSolver().solve(layer, 8, ARCH)
+    best = ExhaustiveIntraSolver().solve(layer, 8, ARCH)
+    assert kapla.cost.valid and evaluate(kapla.scheme, ARCH).valid
+    assert best.cost.total_energy <= kapla.cost.total_energy * (1 + 1e-9)
+    assert kapla.cost.total_energy <= best.cost.total_energy * 1.05
+
+
+def test_a_dram_bound_layer_on_the_whole_chip_is_close_to_the_optimum():
+    # a large-fmap layer whose DRAM traffic dominates: the ranking must see it
+    arch = load_arch("multinode_4x4")
+    layer = Layer("big", Op.CONV, c=64, k=64, h=56, w=56, s=3, r=3, pad=(1, 1, 1, 1))
+    kapla = KaplaIntraSolver().solve(layer, 4, arch)
+    best = ExhaustiveIntraSolver().solve(layer, 4, arch)
+    assert kapla.cost.total_energy <= best.cost.total_energy * 1.05
+
+
+@pytest.mark.parametrize("arch_name, region, net, name, batch", [
+    ("edge", None, "resnet50", "conv4_br", 1),
+    ("multinode", (4, 4), "mobilenet", "conv1_pw", 64),
+], ids=["edge-conv4_br", "4x4-conv1_pw"])
+def test_pointwise_layers_reach_the_optimum(arch_name, region, net, name, batch):
+    # A register block that is cheap on the PE array can force the node
+    # buffer to hold a block too large to keep the inputs, and the DRAM level
+    # to re-fetch them (12 % and 22 % above the optimum before the register
+    # blocks were ranked with that re-fetch).
+    arch = load_arch(arch_name)
+    arch = arch.with_node_region(*region) if region else arch
+    layer = next(x for x in get_network(net, 1) if x.name == name)
+    kapla = KaplaIntraSolver().solve(layer, batch, arch)
+    best = ExhaustiveIntraSolver().solve(layer, batch, arch)
+    assert kapla.cost.total_energy <= best.cost.total_energy * 1.01
+
+
+def test_latency_ties_go_to_the_lower_energy():
+    # On one edge node most schemes of this layer take just its compute steps;
+    # of those, both solvers must return a cheap one (KAPLA was 3 % above the
+    # cheapest when time ties were left to the search order).
+    arch = load_arch("edge")
+    layer = next(x for x in get_network("alexnet", 1) if x.name == "conv2_a")
+    kapla = KaplaIntraSolver().solve(layer, 1, arch, "latency")
+    fastest = ExhaustiveIntraSolver().solve(layer, 1, arch, "latency")
+    cheapest = ExhaustiveIntraSolver().solve(layer, 1, arch, "energy")
+    assert kapla.cost.time == fastest.cost.time == cheapest.cost.time
+    assert fastest.cost.total_energy == pytest.approx(cheapest.cost.total_energy, rel=1e-12)
+    assert kapla.cost.total_energy <= fastest.cost.total_energy * 1.01
+
+
+def test_same_inputs_give_the_same_scheme():
+    layer = LAYERS[0]
+    a = KaplaIntraSolver().solve(layer, 8, ARCH)
+    b = KaplaIntraSolver().solve(layer, 8, ARCH)
+    assert a.scheme == b.scheme
+    assert a.cost.total_energy == b.cost.total_energy
+
+
+@pytest.mark.parametrize("feed", [Feed(ifm_hops=2.0), Feed(to_dram=False), Feed(pinned=True),
+                                  Feed(ifm_hops=1.0, to_dram=False, pinned=True)],
+                         ids=["forwarded", "onchip-out", "pinned", "all"])
+def test_a_feed_is_honoured_and_costed(feed):
+    layer = Layer("conv", Op.CONV, c=16, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1))
+    plain = KaplaIntraSolver().solve(layer, 4, ARCH)
+    fed = KaplaIntraSolver().solve(layer, 4, ARCH, feed=feed)
+    check = evaluate(fed.scheme, ARCH, feed)
+    assert check.valid, check.validity
+    assert fed.cost.total_energy == pytest.approx(check.total_energy, rel=1e-12)
+    # keeping data on chip saves DRAM accesses
+    dram = ARCH.levels[-1].name
+    assert fed.cost.level_accesses(dram) < plain.cost.level_accesses(dram)
+    assert fed.cost.total_energy < plain.cost.total_energy
+
+
+def test_an_impossible_feed_raises_naming_the_layer():
+    # every input channel's window must stay on chip, but the input far outgrows the node buffers
+    layer = Layer("huge", Op.CONV, c=256, k=512, h=56, w=56, s=3, r=3, pad=(1, 1, 1, 1))
+    arch = load_arch("multinode").with_node_region(1, 1)
+    with pytest.raises(NoSchemeError, match="huge"):
+        KaplaIntraSolver().solve(layer, 16, arch, feed=Feed(ifm_hops=1.0, to_dram=False, pinned=True))
+
+
+def test_ifm_name_is_carried_into_the_scheme():
+    result = KaplaIntraSolver().solve(LAYERS[1], 8, ARCH, ifm_name="prev")
+    assert result.scheme.ifm_name == "prev"
+    assert result.cost.valid
