@@ -12,8 +12,9 @@ depth, bypassed tensors and per-tensor buffers come for free:
    Relaxed mappings (strips, partial filters) are ranked beside the
    template's whole rows and filters, never in place of them: the best
    ``top`` template frames are descended, and the best ``top // 2`` relaxed
-   ones. Where the estimates see only the two ends of a deeper hierarchy, the cost model's own ranking (one canonical
-   blocking per frame) adds its best few;
+   ones. Where the estimates see only the two ends of a deeper hierarchy,
+   the cost model's own ranking (one canonical blocking per frame) adds its
+   best few;
 2. on those frames, from the registers out:
 
    * *unit*: the frame's best ``beam`` register blocks, from the ranking;
