@@ -161,3 +161,15 @@ def test_mangled_onnx_models(tmp_path, channels, kernel, stride, pad, group, op,
     path = tmp_path / "model.onnx"
     path.write_bytes(data[: len(data) - len(tail)] + tail if tail else data)  # sometimes a torn or patched tail
     ends_cleanly(run("stats", str(path)))
+
+
+
+def test_a_layer_type_that_is_not_a_name_is_one_error_line(tmp_path):
+    # found by test_mangled_network_files: a list as the type was looked up in a dict (a TypeError)
+    net = {"name": "bad", "batch": 2, "inputs": {"x": [3, 8, 8]},
+           "layers": [{"name": "l0", "type": [], "inputs": "x", "out_channels": 4, "kernel": 3}]}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(net))
+    result = run("schedule", str(path))
+    ends_cleanly(result)
+    assert result.exit_code != 0 and "unknown layer type []" in result.output

@@ -171,7 +171,7 @@ def _layer_spec(raw: Any, index: int, source: str) -> _LayerSpec:
     if "name" in raw:
         label += f" ('{raw['name']}')"
     kind = raw.get("type")
-    if kind not in LAYER_TYPES:
+    if not isinstance(kind, str) or kind not in LAYER_TYPES:  # a list or mapping cannot even be looked up
         known = ", ".join(LAYER_TYPES)
         raise SpecError(f"{label}: unknown layer type {kind!r}; known types: {known}")
     try:
