@@ -19,11 +19,8 @@ Entry points:
 * :func:`enumerate_blockings` - the candidates of
   :func:`kapla.search.layer.exhaustive.solver._blockings` (capacity-feasible factors x
   equivalence classes of loop orders), as arrays, in its order;
-* :func:`enumerate_and_cost` - both: the best blocking of a skeleton;
-* :func:`joint_costs`, :func:`joint_scores`, :func:`joint_coverage` - blockings
-  of several skeletons of one layer in one pass of the cost model
-  (:func:`joint_nests`): a solver that judges a few candidates of many
-  skeletons pays the model's per-call overhead once.
+* :func:`enumerate_and_cost` - both: the best blocking of a skeleton (the
+  exhaustive solver's on the classic hierarchy).
 
 This module reads the solver's :class:`~kapla.space.layer.skeletons.Skeleton` and
 builds its :class:`~kapla.space.layer.skeletons.Blocking`; those are imported where
@@ -56,7 +53,6 @@ __all__ = [
     "BatchEvaluator",
     "BatchResult",
     "BestBlocking",
-    "Evaluators",
     "active_dims",
     "batch_costs",
     "enumerate_and_cost",
@@ -239,15 +235,10 @@ class BatchEvaluator:
 
     # ------------------------------------------------------------ nests
 
-    def _nests(self, u: np.ndarray, a: np.ndarray, t: np.ndarray, rows: np.ndarray, ord1: np.ndarray,
-               ord2: np.ndarray, dims: Sequence[str]) -> Nests:
-        """Blockings as nests: full unit, REGF-level and GBUF-level factors ``(F, 8)``,
-        each candidate's combination ``rows`` and its orders (columns of ``dims``)."""
-        return joint_nests([self.part(u, a, t, rows, ord1, ord2, dims)])
-
     def part(self, u: np.ndarray, a: np.ndarray, t: np.ndarray, rows: np.ndarray, ord1: np.ndarray,
              ord2: np.ndarray, dims: Sequence[str]) -> Part:
-        """Blockings of this skeleton as a :class:`Part` of a joint evaluation (arguments as :meth:`_nests`)."""
+        """Blockings of this skeleton as a :class:`Part` of a joint evaluation: full unit, REGF-level and
+        GBUF-level factors ``(F, 8)``, each candidate's combination ``rows`` and its orders (columns of ``dims``)."""
         M = rows.shape[0]
         cols = self.dim_cols(dims)
         if len(dims):
@@ -495,40 +486,6 @@ def joint_costs(requests: Sequence[Request], objective: str = "energy", feed: Fe
     return out
 
 
-def joint_scores(requests: Sequence[Request], objective: str = "energy", feed: Feed | None = None,
-                 check: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(energy, objective)`` of each request's candidates: the
-    ``BatchResult.energy`` and ``.objective`` of :func:`joint_costs`, without
-    the rest. ``check=False`` skips the validity (the objective is then that
-    of every candidate's costs, invalid or not)."""
-    obj = objective_of(objective)
-    parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
-    value = obj.of(costs.total, costs.time)
-    if check:
-        value = np.where(_joint_valid(parts, nests, costs), value, np.inf)
-    return _per_request(parts, costs.total, value)
-
-
-def joint_energy_time(requests: Sequence[Request], feed: Feed | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(energy, time)`` of each request's candidates, both inf where a
-    candidate is invalid: what :func:`joint_scores` gives under any objective
-    (``Objective.of`` of the two), for searches that share candidates across objectives."""
-    parts, nests, costs = _joint_evaluate(requests, _as_feed(feed))
-    valid = _joint_valid(parts, nests, costs)
-    return _per_request(parts, np.where(valid, costs.total, np.inf), np.where(valid, costs.time, np.inf))
-
-
-def _per_request(parts, first: np.ndarray, second: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Two arrays over the joint candidates cut back into each request's rows."""
-    out = []
-    m0 = 0
-    for p in parts:
-        m1 = m0 + p.rows.shape[0]
-        out.append((first[m0:m1], second[m0:m1]))
-        m0 = m1
-    return out
-
-
 def _as_factors(x, ncols: int, what: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.int64)
     if arr.ndim == 1 and ncols == 0:
@@ -581,20 +538,6 @@ def _as_orders(orders, dims: tuple[str, ...], counts: np.ndarray, what: str) -> 
         if np.any(left_out & (np.take_along_axis(counts, perms, axis=1) > 1)):
             raise ValueError(f"{what}: an order leaves out dims with loop counts > 1")
         return perms
-
-
-class Evaluators:
-    """The batch evaluators of one solver run, one per (skeleton, hardware) pair
-    (building one works out the skeleton's blocks, so a run builds each once)."""
-
-    def __init__(self) -> None:
-        self._built: dict[tuple[Skeleton, ArchSpec], BatchEvaluator] = {}
-
-    def __call__(self, skel: Skeleton, arch: ArchSpec) -> BatchEvaluator:
-        ev = self._built.get((skel, arch))
-        if ev is None:
-            ev = self._built[(skel, arch)] = BatchEvaluator(skel, arch)
-        return ev
 
 
 def _as_feed(feed: Feed | None) -> Feed | None:
@@ -725,8 +668,7 @@ def enumerate_blockings(skel: Skeleton, arch: ArchSpec, chunk: int = _DEFAULT_CH
 
 
 def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy",
-                       chunk: int = _DEFAULT_CHUNK, feed: Feed | None = None,
-                       evaluators: Evaluators | None = None) -> BestBlocking:
+                       chunk: int = _DEFAULT_CHUNK, feed: Feed | None = None) -> BestBlocking:
     """The best blocking of ``skel`` over the exhaustive solver's candidates
     (:func:`enumerate_blockings`), ties going to the first in its order.
 
@@ -735,7 +677,7 @@ def enumerate_and_cost(skel: Skeleton, arch: ArchSpec, objective: str = "energy"
     then equals ``evaluated``)."""
     objective_of(objective)
     feed = _as_feed(feed)
-    ev = (evaluators or Evaluators())(skel, arch)
+    ev = BatchEvaluator(skel, arch)
     dims = active_dims(skel)
     best = BestBlocking(None, math.inf, 0)
     evaluated = rejected = 0

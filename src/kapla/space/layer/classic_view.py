@@ -9,8 +9,8 @@ mapping, its buffer sharing and what loop blocking must still cover. The
 skeletons are those frames (in their order) but the ones whose mapping
 leaves the template's fixed loops or unit to loop blocking (strips and
 partial filters, which the classic evaluator does not cost); the fast 3-level
-evaluator (:mod:`kapla.space.layer.batch`) and the solvers' 3-level
-estimates work on them.
+evaluator (:mod:`kapla.space.layer.batch`) and the exhaustive solver's walk
+on this hierarchy work on them.
 """
 
 from __future__ import annotations

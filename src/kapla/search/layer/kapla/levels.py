@@ -76,7 +76,7 @@ from kapla.space.layer.skeletons import (
     looping_mask,
     prime_factors,
 )
-from kapla.space.problem import NoSchemeError, Problem
+from kapla.space.problem import Problem
 
 ND = len(DIMS)
 _ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
@@ -100,17 +100,12 @@ class _State:
     left: np.ndarray  # (8,) what the levels above must still cover
 
 
-def solve_levels(problem: Problem, top: int = 4, beam: int = 3, refine: int = REFINE,
-                 seeds: int = SEEDS) -> tuple[LayerScheme | None, int]:
-    """The best scheme KAPLA's descent finds (None if none is valid), and the candidates costed."""
-    return solve_levels_each(problem, (problem.objective,), top, beam, refine, seeds)[0]
-
-
 def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3,
                       refine: int = REFINE, seeds: int = SEEDS, refine_regf: int = REFINE_REGF
                       ) -> list[tuple[LayerScheme | None, int]]:
-    """:func:`solve_levels` under each objective: the frames and their ranking
-    (by energy, whatever the objective) are shared, each objective descending on its own."""
+    """The best scheme KAPLA's descent finds under each objective (None if none
+    is valid), and the candidates costed: the frames and their ranking (by
+    energy, whatever the objective) are shared, each objective descending on its own."""
     space = LayerSpace(problem)
     if not len(space):
         return [(None, 0)] * len(objectives)
@@ -165,19 +160,11 @@ def _scheme(found: Found | None) -> LayerScheme | None:
     return None if found is None else found.scheme
 
 
-def solve_any(problem: Problem) -> IntraResult:
-    """:func:`solve_levels` as an intra-layer solver's result (NoSchemeError if nothing is valid)."""
-    found = solve_any_each(problem, (problem.objective,))[0]
-    if isinstance(found, NoSchemeError):
-        raise found
-    return found
-
-
 def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, beam: int = 3, refine: int = REFINE,
                    refine_regf: int = REFINE_REGF) -> list[Outcome]:
-    """:func:`solve_any` under each objective (:func:`solve_levels_each`, ``top`` frames descended,
-    ``beam`` states kept per step, ``refine`` and ``refine_regf`` frames re-ranked): the result, or
-    why there is none."""
+    """:func:`solve_levels_each` as an intra-layer solver's outcomes (``top`` frames
+    descended, ``beam`` states kept per step, ``refine`` and ``refine_regf`` frames
+    re-ranked): per objective the result, or why there is none."""
     start = time.perf_counter()
     layer, batch, arch = problem.layer, problem.batch, problem.arch
     out: list[Outcome] = []
@@ -315,8 +302,7 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
             np.minimum.at(energy, b.rows, next(totals))
         values.append(energy)
     if arr is not None and found and len(space.problem.arch.levels) >= 3:
-        pos = {i: k for k, i in enumerate(frames)}
-        rows = arr.take(np.repeat([frames[pos[i]] for i, *_ in found], [len(u) for _, _, u, _ in found]))
+        rows = arr.take(np.repeat([i for i, *_ in found], [len(u) for _, _, u, _ in found]))
         whole = rows.with_units(np.concatenate([u for _, _, u, _ in found]))
         n = len(whole.rest)
         extra = np.concatenate([estimates.dram(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, n))),
@@ -728,4 +714,4 @@ def _fitting(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
     return cand[ok]
 
 
-__all__ = ["solve_any", "solve_any_each", "solve_levels", "solve_levels_each"]
+__all__ = ["solve_any_each", "solve_levels_each"]
