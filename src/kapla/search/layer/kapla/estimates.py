@@ -237,13 +237,17 @@ def regf(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
     A tensor is re-fetched by every loop outside its innermost relevant one;
     outputs write back and re-read their partial sums. Blocks that overflow
     the registers are dropped (inf if all do)."""
+    return _by_pattern(arr, lambda sub, varying: _regf_family(sub, arch, varying))
+
+
+def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.ndarray:
+    """:func:`regf` of rows that loop over the same dims (``varying``)."""
     layer = arr.layer
     roles = tensor_roles(layer)
     S = len(arr.rest)
     full = arr.full
     in_dims = [i for i in range(ND) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
-    varying = [j for j in range(ND) if np.any(arr.rest[:, j] > 1)]
     for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking loops whole above the registers
         fam = _Family(arr, T, varying, looped=_FILTER)
@@ -281,6 +285,24 @@ def _held_extents(extents: list, arch: ArchSpec) -> list:
     for d in STREAMED_DIMS:
         held[DIM_INDEX[d]] = np.ones_like(held[DIM_INDEX[d]])
     return held
+
+
+def _by_pattern(arr: FrameArrays, family) -> np.ndarray:
+    """``family(rows, varying)`` of the rows of ``arr`` grouped by the dims they
+    still loop over (``varying``: more than one step left), scattered back: a
+    family's grid has an axis per varying dim, so one row that strips a dim
+    (a relaxed mapping) would otherwise multiply the grid of every row by a
+    dim along which the others have nothing to split."""
+    loops = arr.rest > 1
+    patterns, where = np.unique(loops, axis=0, return_inverse=True)
+    where = where.reshape(-1)
+    if len(patterns) == 1:
+        return family(arr, [j for j in range(ND) if patterns[0, j]])
+    out = np.empty(len(arr.rest))
+    for p, pattern in enumerate(patterns):
+        idx = np.flatnonzero(where == p)
+        out[idx] = family(arr.take(idx), [j for j in range(ND) if pattern[j]])
+    return out
 
 
 class _Family:
@@ -390,18 +412,48 @@ def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
     """
     if len(arch.levels) < 3:
         return np.zeros(len(arr.rest))
+    best = _by_pattern(arr, lambda sub, varying: _dram_family(sub, arch, varying))
+    if once:  # less what fetching every tensor once would cost
+        layer, S = arr.layer, len(arr.rest)
+        full, s1, shr, dist, nodes, trips = arr.full, arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
+        e_node = word_energy(arch, _node(arch))
+        nom = arr.mu * arr.s0 * arr.in0 * arr.rest
+        c1 = np.minimum(nom, full)
+        g1 = np.minimum(c1 * s1, full)
+        fps_c = footprints(c1, layer)
+        fps_g = footprints(g1, layer)
+        dram_ = np.zeros(S)
+        noc = np.zeros(S)
+        rot = np.zeros(S)
+        for r in tensor_roles(layer):
+            dram_ += fps_g[r.kind] * r.copies
+            if r.written:
+                noc += fps_g[r.kind] * r.copies * dist
+            else:
+                node_words = fps_c[r.kind] * r.copies * nodes
+                noc += node_words / shr[r.kind] * dist
+                rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
+        best = best - (dram_ * word_energy(arch, -1) + (noc + rot) * arch.hop_energy
+                       + 2 * rot * e_node
+                       + np.maximum(dram_ / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
+    # a frame none of whose analytic blockings fits still gets ranked (last)
+    finite = np.isfinite(best)
+    if not finite.all():
+        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * _UNFIT_PENALTY + 1.0)
+    return best
+
+
+def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.ndarray:
+    """The cheapest member of :func:`dram`'s family, of rows that loop over the same dims (``varying``)."""
     layer = arr.layer
     roles = tensor_roles(layer)
     S = len(arr.rest)
     node = _node(arch)
-    full, rest, s1, shr, dist, nodes, trips = (arr.full, arr.rest, arr.s1, arr.shr, arr.dist, arr.nodes,
-                                               arr.trips)
+    full, s1, shr, dist, nodes, trips = arr.full, arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
     base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
-    kinds = [r.kind for r in roles]
     best = np.full(S, np.inf)
-    varying = [j for j in range(ND) if np.any(rest[:, j] > 1)]
     e_node = word_energy(arch, node)
-    for T in dict.fromkeys(kinds):
+    for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking is held whole in the node
         # buffer: splitting it too would multiply the family for little
         fam = _Family(arr, T, varying, _FILTER)
@@ -472,30 +524,6 @@ def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
         energy += tmp
         np.copyto(energy, np.inf, where=~_fit(arch, node, words, fam.shape))
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
-    if once:  # less what fetching every tensor once would cost
-        nom = base * rest
-        c1 = np.minimum(nom, full)
-        g1 = np.minimum(c1 * s1, full)
-        fps_c = footprints(c1, layer)
-        fps_g = footprints(g1, layer)
-        dram_ = np.zeros(S)
-        noc = np.zeros(S)
-        rot = np.zeros(S)
-        for r in roles:
-            dram_ += fps_g[r.kind] * r.copies
-            if r.written:
-                noc += fps_g[r.kind] * r.copies * dist
-            else:
-                node_words = fps_c[r.kind] * r.copies * nodes
-                noc += node_words / shr[r.kind] * dist
-                rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
-        best = best - (dram_ * word_energy(arch, -1) + (noc + rot) * arch.hop_energy
-                       + 2 * rot * e_node
-                       + np.maximum(dram_ / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
-    # a frame none of whose analytic blockings fits still gets ranked (last)
-    finite = np.isfinite(best)
-    if not finite.all():
-        best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * _UNFIT_PENALTY + 1.0)
     return best
 
 
