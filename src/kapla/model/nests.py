@@ -219,6 +219,25 @@ class Nests:
             self._cache[key] = (dims, counts, steps)
         return self._cache[key]
 
+    def running_counts_above(self, level: int) -> np.ndarray:
+        """``(M, L)`` running products of :meth:`loops_above`'s counts, outermost first."""
+        key = ("running", level)
+        if key not in self._cache:
+            self._cache[key] = np.cumprod(self.loops_above(level)[1], axis=1)
+        return self._cache[key]
+
+    def temporal_above(self, level: int) -> np.ndarray:
+        """``(F, 8)`` product of the update counts of ``level`` and every level
+        above it, per dimension: what :meth:`loops_above` multiply to, per
+        factor combination (whatever their order)."""
+        key = ("temporal above", level)
+        if key not in self._cache:
+            out = np.ones_like(self.unit)
+            for t in self.temporal[level:]:
+                out = out * t
+            self._cache[key] = out
+        return self._cache[key]
+
     def _level_loops(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         key = ("level", level)
         if key not in self._cache:

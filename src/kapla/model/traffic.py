@@ -140,18 +140,22 @@ class _Sweep:
     step: np.ndarray | None  # how far the window moves per iteration
 
 
-def _sweep(kind: Kind, loops, shift: np.ndarray) -> _Sweep:
-    dims, counts, steps = loops
+def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray) -> _Sweep:
+    """How the loops above ``level`` reload ``kind``'s blocks there. What does
+    not depend on their order (the distinct blocks, whether any relevant loop
+    iterates) is worked out per factor combination."""
+    dims, counts, steps = nests.loops_above(level)
     M, L = dims.shape
-    relevant = RELEVANT_MASK[kind][dims]
-    distinct = np.prod(np.where(relevant, counts, 1), axis=1)
-    sweeping = relevant & (counts > 1)  # a loop of one iteration changes nothing
-    has = sweeping.any(axis=1)
+    mask = RELEVANT_MASK[kind]
+    above = nests.temporal_above(level)
+    distinct = np.prod(np.where(mask, above, 1), axis=1)[nests.rows]
+    has = np.any(mask & (above > 1), axis=1)[nests.rows]  # a loop of one iteration changes nothing
     if L == 0 or not has.any():
         return _Sweep(has, np.zeros(M, np.int64), np.ones(M, np.int64), distinct, None, None, None, None)
+    sweeping = mask[dims] & (counts > 1)
     last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
     rows = np.arange(M)
-    upto = np.where(has, np.cumprod(counts, axis=1)[rows, last], 1)
+    upto = np.where(has, nests.running_counts_above(level)[rows, last], 1)
     slides = axis = count = step = None
     if kind == Kind.IFM:
         dim = dims[rows, last]
@@ -246,7 +250,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
         # ---- each pair of consecutive holders, DRAM last
         path = chain + (n,)
         for c, p in itertools.pairwise(path):
-            sw = _sweep(kind, nests.loops_above(c), shift)
+            sw = _sweep(kind, nests, c, shift)
             distinct = sw.distinct
             vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
