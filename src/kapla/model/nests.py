@@ -255,26 +255,44 @@ class Nests:
             self._cache[key] = (up.dims, up.counts, steps)
         return self._cache[key]
 
-    def dim_loops(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    def dim_loops(self, cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """Every loop of the nest, innermost first as the blocks are laid out
         (per level its stacks, then its updates innermost first), as ``(M, L)``
-        dims and counts, and a label per column."""
+        dims and counts, and a label per column (``cands``: those candidates only)."""
+        cands = np.arange(len(self)) if cands is None else cands
+        rows = self.rows[cands]
         dims, counts, labels = [], [], []
         for i in range(self.levels):
             st = self.stacks[i]
             name = self.level_names[i] if self.level_names else f"level {i}"
-            for k in range(st.dims.shape[1]):
-                dims.append(st.dims[self.rows, k])
-                counts.append(st.counts[self.rows, k])
-                labels.append(f"{name} stack")
+            dims.append(st.dims[rows])
+            counts.append(st.counts[rows])
+            labels += [f"{name} stack"] * st.dims.shape[1]
             up = self.updates[i]
-            for k in range(up.dims.shape[1] - 1, -1, -1):
-                dims.append(up.dims[:, k])
-                counts.append(up.counts[:, k])
-                labels.append(f"{name} update")
-        if not dims:
-            return np.zeros((len(self), 0), np.int64), np.zeros((len(self), 0), np.int64), []
-        return np.stack(dims, axis=1), np.stack(counts, axis=1), labels
+            dims.append(up.dims[cands, ::-1])
+            counts.append(up.counts[cands, ::-1])
+            labels += [f"{name} update"] * up.dims.shape[1]
+        if not labels:
+            return np.zeros((len(cands), 0), np.int64), np.zeros((len(cands), 0), np.int64), []
+        return np.concatenate(dims, axis=1), np.concatenate(counts, axis=1), labels
+
+    @cached_property
+    def order_free(self) -> bool:
+        """Whether every candidate's updates loop over each dimension at most
+        once per level: then a candidate's blocks, and whether they cover the
+        layer, depend on its factor combination and not on its loop orders."""
+        for up in self.updates:
+            if up.dims.shape[1] < 2:
+                continue
+            bits = np.where(up.counts > 1, np.left_shift(1, up.dims), 0)
+            if np.any(np.bitwise_or.reduce(bits, axis=1) != bits.sum(axis=1)):
+                return False
+        return True
+
+    @property
+    def first_rows(self) -> np.ndarray:
+        """``(F,)`` one candidate of each factor combination."""
+        return self._first_rows
 
     # ------------------------------------------------------------ subsets
 

@@ -114,6 +114,16 @@ def coverage(nests: Nests) -> Coverage:
     return tile_coverage(nests.full, nests.unit[nests.rows], dims, counts, labels)
 
 
+def coverage_ok(nests: Nests) -> np.ndarray:
+    """``(M,)`` :attr:`Coverage.ok` of every nest; where loop orders cannot
+    change it (:attr:`Nests.order_free`), worked out once per factor combination."""
+    if not nests.order_free or nests.combos >= len(nests):
+        return coverage(nests).ok
+    first = nests.first_rows
+    dims, counts, _ = nests.dim_loops(first)
+    return tile_coverage(nests.full, nests.unit[nests.rows[first]], dims, counts).ok[nests.rows]
+
+
 def wholly_beyond(counts: np.ndarray, steps: np.ndarray, full: np.ndarray) -> np.ndarray:
     """Loops (or stacks) whose last iteration (unit) starts at or past the
     layer's extent ``full``: wholly idle work."""
@@ -144,8 +154,7 @@ def used_units(nests: Nests) -> list[np.ndarray]:
 
 
 def coverage_violations(nests: Nests) -> list[Violation]:
-    cov = coverage(nests)
-    return [Violation(~cov.ok, lambda m: "; ".join(idle_dims(cov, m)))]
+    return [Violation(~coverage_ok(nests), lambda m: "; ".join(idle_dims(coverage(nests), m)))]
 
 
 def block_words(block: np.ndarray, layer: Layer, roles: tuple[TensorRole, ...], hw: Hardware, level: int,
@@ -330,8 +339,8 @@ def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
 
 __all__ = [
     "Coverage", "arrays", "block_words", "buffer_bits", "buffer_words", "capacity", "capacity_violations",
-    "coverage", "coverage_violations", "fits", "held_words", "idle_dims", "lists_coverage", "scheme_buffer_words",
-    "sharing", "tile_coverage", "used_units", "wholly_beyond",
+    "coverage", "coverage_ok", "coverage_violations", "fits", "held_words", "idle_dims", "lists_coverage",
+    "scheme_buffer_words", "sharing", "tile_coverage", "used_units", "wholly_beyond",
 ]
 
 

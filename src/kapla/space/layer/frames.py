@@ -31,7 +31,7 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import coverage, fits, held_words, lists_coverage
+from kapla.model.rules import coverage_ok, fits, held_words, lists_coverage
 from kapla.space.layer.skeletons import (
     NodePartition,
     class_table,
@@ -284,7 +284,7 @@ def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[
     (:func:`kapla.model.rules.coverage`), frames of one signature checked in one batch."""
     out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
     for merged, where in merged_nests(parts):
-        ok = coverage(merged).ok
+        ok = coverage_ok(merged)
         for i, rows in where:
             out[i] = ok[rows]
     return out
