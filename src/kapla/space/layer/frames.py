@@ -145,6 +145,11 @@ class FrameEvaluator:
         self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
         self.shr = {k: np.int64(n) for k, n in frame.shr}
         self.spatial = [self._stack_factors(sp.stacks) for sp in frame.spatial]
+        self._stack_rows = [tuple(np.array([[f(s) for s in sp.stacks]], np.int64).reshape(1, len(sp.stacks))
+                                  for f in (lambda s: DIM_INDEX[s.dim], lambda s: s.rows, lambda s: s.cols))
+                            for sp in frame.spatial]
+        self._inner_dims = np.array([[d for d, _ in self.inner]], np.int64).reshape(1, len(self.inner))
+        self._inner_counts = np.array([[c for _, c in self.inner]], np.int64).reshape(1, len(self.inner))
         self._probe = self.nests(Blockings(np.ones((1, ND), np.int64), tuple(np.ones((1, ND), np.int64)
                                                                                for _ in range(self.levels)),
                                            np.zeros(1, np.int64),
@@ -164,20 +169,15 @@ class FrameEvaluator:
 
     def nests(self, b: Blockings) -> Nests:
         F, M = b.unit.shape[0], b.rows.shape[0]
-        stacks = []
-        for sp in self.frame.spatial:
-            k = len(sp.stacks)
-            stacks.append(Stacks(
-                np.tile(np.array([DIM_INDEX[s.dim] for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
-                np.tile(np.array([s.rows for s in sp.stacks], np.int64), (F, 1)).reshape(F, k),
-                np.tile(np.array([s.cols for s in sp.stacks], np.int64), (F, 1)).reshape(F, k)))
+        # every row's stacks are the frame's: read-only views of one row
+        stacks = tuple(Stacks(*(np.broadcast_to(a, (F, a.shape[1])) for a in row)) for row in self._stack_rows)
         updates = []
         for i in range(self.levels):
             dims = b.orders[i]
-            counts = b.counts[i][b.rows[:, None], dims]
+            counts = np.take_along_axis(b.counts[i][b.rows], dims, axis=1)
             if i == 0 and self.inner:
-                dims = np.concatenate([dims, np.tile([d for d, _ in self.inner], (M, 1))], axis=1)
-                counts = np.concatenate([counts, np.tile([c for _, c in self.inner], (M, 1))], axis=1)
+                dims = np.concatenate([dims, np.broadcast_to(self._inner_dims, (M, len(self.inner)))], axis=1)
+                counts = np.concatenate([counts, np.broadcast_to(self._inner_counts, (M, len(self.inner)))], axis=1)
             updates.append(Loops(dims, counts))
         shr: list[dict] = [{} for _ in range(self.levels)]
         if self.frame.shr:
@@ -301,11 +301,17 @@ def split_rows(left: np.ndarray, dims: Sequence[int]) -> tuple[np.ndarray, np.nd
     rows = np.arange(left.shape[0])
     taken = np.ones((left.shape[0], ND), dtype=np.int64)
     for d in dims:
-        divs = [_divisors(int(v)) for v in left[rows, d]]
-        counts = np.array([len(x) for x in divs], dtype=np.int64)
+        values, which = np.unique(left[rows, d], return_inverse=True)
+        divs = [_divisors(int(v)) for v in values]
+        flat = np.array([x for v in divs for x in v], dtype=np.int64)
+        sizes = np.array([len(v) for v in divs], dtype=np.int64)
+        starts = np.cumsum(sizes) - sizes
+        counts = sizes[which]
+        # each row's divisors in turn: its value's run of ``flat``
+        at = np.repeat(starts[which] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
         rows = np.repeat(rows, counts)
         taken = np.repeat(taken, counts, axis=0)
-        taken[:, d] = np.concatenate(divs) if divs else np.zeros(0, np.int64)
+        taken[:, d] = flat[at]
     return rows, taken
 
 
