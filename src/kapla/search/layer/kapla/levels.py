@@ -672,42 +672,75 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
     if len(cand) == 0 and not extra:
         return None
     layer = ev.frame.layer
-    rows: list[int] = []
-    ords: list[list[np.ndarray]] = [[] for _ in range(n)]
-    for f, s in enumerate(cand):
-        changed = np.any(s != slots, axis=1)
-        if not changed.any():
-            levels = set(range(n))  # the same factors: each level's order alone
-        else:
-            levels = {max(int(j) - 1, 0) for j in np.flatnonzero(changed)}
-        # the current orders, then each changed level under each of its classes of orders
-        rows.append(f)
-        for lvl in range(n):
-            ords[lvl].append(point.orders[lvl])
-        for lvl in sorted(levels):
-            classes = order_classes(layer, s[lvl + 1][None, :])[0]
-            if len(classes) > _MAX_CLASSES:
-                classes = innermost_orders(s[lvl + 1], ND)
-            for o in classes:
-                rows.append(f)
-                for m in range(n):
-                    ords[m].append(o if m == lvl else point.orders[m])
+    current = np.stack(point.orders)  # (n, 8)
+    # per candidate: a row under the current orders, then each changed level
+    # (sorted) under each of its classes of orders (the same factors: every
+    # level's order alone) or, for a resplit, each choice of its innermost loop
+    f_of, lvl_of = _changed_levels(cand, slots, n, same_means_all=True)
+    pieces = [_limited(c, cand[f, lvl + 1])
+              for c, f, lvl in zip(order_classes(layer, cand[f_of, lvl_of + 1]), f_of, lvl_of, strict=True)]
     if extra:
         base = len(cand)
-        cand = np.concatenate([cand, np.stack(extra)])
-        for f in range(base, len(cand)):
-            s = cand[f]
-            rows.append(f)
-            for lvl in range(n):
-                ords[lvl].append(point.orders[lvl])
-            # each changed level under each choice of its innermost loop
-            for lvl in sorted({max(int(j) - 1, 0) for j in np.flatnonzero(np.any(s != slots, axis=1))}):
-                for o in innermost_orders(s[lvl + 1], ND):
-                    rows.append(f)
-                    for m in range(n):
-                        ords[m].append(o if m == lvl else point.orders[m])
-    return Blockings(cand[:, 0], tuple(cand[:, j + 1] for j in range(n)), np.array(rows, dtype=np.int64),
-                     tuple(np.array(o, dtype=np.int64).reshape(-1, ND) for o in ords))
+        extra_arr = np.stack(extra)
+        e_f, e_lvl = _changed_levels(extra_arr, slots, n, same_means_all=False)
+        pieces += list(_innermost_of(extra_arr[e_f, e_lvl + 1]))
+        f_of = np.concatenate([f_of, e_f + base])
+        lvl_of = np.concatenate([lvl_of, e_lvl])
+        cand = np.concatenate([cand, extra_arr])
+    rows, ords = _order_rows(len(cand), f_of, lvl_of, pieces, current)
+    return Blockings(cand[:, 0], tuple(cand[:, j + 1] for j in range(n)), rows, ords)
+
+
+def _changed_levels(cand: np.ndarray, slots: np.ndarray, n: int, same_means_all: bool
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The (candidate, level) pairs whose order is re-chosen, candidate by
+    candidate and level by level: the levels whose loop counts changed (a
+    changed unit counts as level 0's); a candidate with the factors of the
+    point itself (``same_means_all``): every level."""
+    changed = np.any(cand != slots[None], axis=2)  # (k, n + 1) slots
+    levels = changed[:, 1:].copy()
+    levels[:, 0] |= changed[:, 0]
+    if same_means_all:
+        levels[~changed.any(axis=1)] = True
+    f, lvl = np.nonzero(levels)
+    return f.astype(np.int64), lvl.astype(np.int64)
+
+
+def _innermost_of(counts: np.ndarray) -> list[np.ndarray]:
+    table = innermost_table(ND)
+    return [table(int(m)) for m in looping_mask(counts)]
+
+
+def _limited(classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """A level's classes of orders, or where they are too many, each choice of its innermost loop."""
+    return classes if len(classes) <= _MAX_CLASSES else innermost_orders(counts, ND)
+
+
+def _order_rows(k: int, f_of: np.ndarray, lvl_of: np.ndarray, pieces: Sequence[np.ndarray], current: np.ndarray
+                ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Rows and per-level orders of ``k`` candidates: each candidate first under
+    the ``current`` orders, then for each of its (candidate, level) pairs (in
+    order) under each order of that pair's piece, the other levels current."""
+    n = current.shape[0]
+    sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+    per_cand = np.ones(k, dtype=np.int64)
+    np.add.at(per_cand, f_of, sizes)
+    total = int(per_cand.sum())
+    starts = np.cumsum(per_cand) - per_cand
+    rows = np.repeat(np.arange(k, dtype=np.int64), per_cand)
+    ords = [np.broadcast_to(current[m], (total, ND)).copy() for m in range(n)]
+    if len(pieces):
+        # each pair's run starts after its candidate's own row and the runs of its earlier pairs
+        before = np.cumsum(sizes) - sizes
+        first_pair = np.searchsorted(f_of, f_of, side="left")
+        at = starts[f_of] + 1 + before - before[first_pair]
+        flat = np.concatenate(pieces)
+        where = np.repeat(at, sizes) + (np.arange(len(flat)) - np.repeat(before, sizes))
+        lvl_rows = np.repeat(lvl_of, sizes)
+        for m in range(n):
+            sel = lvl_rows == m
+            ords[m][where[sel]] = flat[sel]
+    return rows, tuple(ords)
 
 
 def _fitting(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
