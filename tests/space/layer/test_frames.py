@@ -146,3 +146,29 @@ def test_frames_costed_together_cost_as_each_alone(arch):
         together = totals_of_many(parts)
         for (ev, b), total in zip(parts, together, strict=True):
             assert np.array_equal(ev.costs(b, rules=False).total, total)
+
+
+@pytest.mark.parametrize("arch", ["simba", "eyeriss", "multinode_4x4", "edge"])
+def test_coverage_checked_per_factor_row_is_coverage_per_candidate(arch):
+    """coverage_of_many checks each factor row once (a blocking's loop orders
+    cannot change which blocks it visits, the mapping's own loops included):
+    every candidate gets what the coverage rule gives it on its own."""
+    from kapla.arch import load_arch
+    from kapla.model.rules import coverage
+    from kapla.space.layer.frames import blockings, coverage_of_many
+
+    spec = load_arch(arch)
+    parts = []
+    for layer in (Layer("c", Op.CONV, c=12, k=16, h=6, w=6, s=3, r=3), Layer("f", Op.FC, c=64, k=24, h=1, w=1),
+                  Layer("w", Op.CONV, c=3, k=8, h=27, w=27, s=11, r=11, stride=(4, 4))):
+        for frame in frames(layer, 2, spec):
+            ev = FrameEvaluator(frame, spec)
+            b = next(iter(blockings(ev, 256)), None)
+            if b is not None:
+                parts.append((ev, b))
+    oks = coverage_of_many(parts)
+    for (ev, b), ok in zip(parts, oks, strict=True):
+        assert np.array_equal(ok, coverage(ev.nests(b)).ok)
+    assert any(ok.any() for ok in oks)
+    if arch in ("eyeriss", "multinode_4x4"):  # row-stationary folds: the mapping's own loops at level 0
+        assert any(ev.inner for ev, _ in parts)

@@ -248,7 +248,8 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
     frame): per merged nests, the part each slice of its candidates comes from."""
     groups: dict[tuple, list[int]] = {}
     for i, (ev, _) in enumerate(parts):
-        groups.setdefault(ev.signature(), []).append(i)
+        # frames of another layer or batch never share a batch, whatever their shape
+        groups.setdefault((ev.frame.layer, ev.frame.batch, ev.signature()), []).append(i)
     for members in groups.values():
         nests = [parts[i][0].nests(parts[i][1]) for i in members]
         first = nests[0]
@@ -282,12 +283,23 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np
 def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
     """Which of each frame's blockings leave no wholly idle iteration
     (:func:`kapla.model.rules.coverage`), frames of one signature checked in one batch."""
+    # a blocking's levels loop over each dim once (the mapping's own loops,
+    # innermost at level 0, in a fixed order): which blocks it visits depends
+    # on its factors, not its orders; each factor row is checked once
+    per_row = [(ev, _factor_rows(b)) for ev, b in parts]
     out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
-    for merged, where in merged_nests(parts):
+    for merged, where in merged_nests(per_row):
         ok = coverage_ok(merged)
         for i, rows in where:
-            out[i] = ok[rows]
+            out[i] = ok[rows][parts[i][1].rows]
     return out
+
+
+def _factor_rows(b: Blockings) -> Blockings:
+    """One candidate per factor row of ``b``, its loops in dim order."""
+    F = b.unit.shape[0]
+    ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND))
+    return Blockings(b.unit, b.counts, np.arange(F, dtype=np.int64), tuple(ident for _ in b.orders))
 
 
 @lru_cache(maxsize=4096)
