@@ -20,18 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, layer_dims
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, layer_dims, tensor_roles
 from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import coverage_ok, fits, held_words, lists_coverage
+from kapla.model.rules import block_words, coverage_ok, fits, lists_coverage
 from kapla.space.layer.skeletons import (
     NodePartition,
     class_table,
@@ -150,15 +150,16 @@ class FrameEvaluator:
                             for sp in frame.spatial]
         self._inner_dims = np.array([[d for d, _ in self.inner]], np.int64).reshape(1, len(self.inner))
         self._inner_counts = np.array([[c for _, c in self.inner]], np.int64).reshape(1, len(self.inner))
-        self._probe = self.nests(Blockings(np.ones((1, ND), np.int64), tuple(np.ones((1, ND), np.int64)
-                                                                               for _ in range(self.levels)),
-                                           np.zeros(1, np.int64),
-                                           tuple(np.broadcast_to(np.arange(ND), (1, ND)) for _ in range(self.levels))))
+        self._full = np.array([layer_dims(frame.layer, frame.batch)[d] for d in DIMS], dtype=np.int64)
+        self._roles = tensor_roles(frame.layer)
 
-    @property
+    @cached_property
     def nests_probe(self) -> Nests:
         """A nest of this frame (its layer, roles and sharing), for block-level rules."""
-        return self._probe
+        return self.nests(Blockings(np.ones((1, ND), np.int64), tuple(np.ones((1, ND), np.int64)
+                                                                      for _ in range(self.levels)),
+                                    np.zeros(1, np.int64),
+                                    tuple(np.broadcast_to(np.arange(ND), (1, ND)) for _ in range(self.levels))))
 
     @staticmethod
     def _stack_factors(stacks: Sequence[Stack]) -> np.ndarray:
@@ -204,11 +205,13 @@ class FrameEvaluator:
             if i == 0:
                 for d, c in self.inner:
                     tile[:, d] *= c
-        return np.minimum(tile, self._probe.full)
+        return np.minimum(tile, self._full)
 
     def fits(self, level: int, block: np.ndarray) -> np.ndarray:
         """``(F,)`` blocks one unit of ``level`` can hold (each per-tensor buffer on its own)."""
-        words = held_words(block, self._probe, self.hw, level, self.shr if level == self.levels - 1 else {})
+        # a frame's nests bypass nothing the hardware holds
+        words = block_words(block, self.frame.layer, self._roles, self.hw, level, (),
+                            self.shr if level == self.levels - 1 else {})
         return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
 
     def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
