@@ -283,7 +283,8 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     for i in frames:
         ev = space.evaluator(i)
         rest = np.array(ev.frame.rest, dtype=np.int64)
-        units = _register_units(ev, rest)
+        _, units = split_rows(rest[None, :], ev.frame.dims)
+        units = units[ev.fits_above(0, units, ())]
         if len(units) == 0:
             continue
         states = [_State(u, [], [], rest // u) for u in units]
@@ -324,20 +325,6 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
             blocks[i] = [states[j] for j in kept]
             best[i] = float(value[kept[0]])
     return blocks, np.array([best[i] for i in frames]), evaluated
-
-
-def _register_units(ev: FrameEvaluator, rest: np.ndarray) -> np.ndarray:
-    """Every register block (unit factors dividing ``rest``) that fits level 0
-    and leaves room above, in :func:`split_rows` order. Grown one dim at a
-    time, dropping what no longer fits: a block only grows with its factors."""
-    units = np.ones((1, ND), dtype=np.int64)
-    for d in ev.frame.dims:
-        src, taken = split_rows(rest[None, :] // units, (d,))
-        units = units[src] * taken
-        units = units[ev.fits_above(0, units, ())]
-        if not len(units):
-            break
-    return units
 
 
 _COVERAGE_CHUNK = 4  # register blocks checked for coverage at a time, best first
