@@ -31,7 +31,7 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import block_words, coverage_ok, fits, lists_coverage
+from kapla.model.rules import block_words, fits, lists_coverage, tile_coverage
 from kapla.space.layer.skeletons import (
     NodePartition,
     class_table,
@@ -186,6 +186,26 @@ class FrameEvaluator:
         return Nests(self.frame.layer, self.frame.batch, self.mu * b.unit, tuple(stacks), tuple(updates), tuple(shr),
                      b.rows, level_names=self.frame.levels)
 
+    def coverage_ok(self, b: Blockings) -> np.ndarray:
+        """``(M,)`` which blockings leave no wholly idle iteration
+        (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
+        of their nests), each factor row checked once: a blocking's levels loop
+        over each dim once, inside them at level 0 the mapping's own loops in a
+        fixed order, so its orders cannot change which blocks it visits."""
+        F = b.unit.shape[0]
+        dims, counts = [], []
+        for lvl in range(self.levels):
+            st_dims, st_rows, st_cols = self._stack_rows[lvl]
+            dims.append(np.broadcast_to(st_dims, (F, st_dims.shape[1])))
+            counts.append(np.broadcast_to(st_rows * st_cols, (F, st_dims.shape[1])))
+            if lvl == 0 and self.inner:  # innermost first
+                dims.append(np.broadcast_to(self._inner_dims[:, ::-1], (F, len(self.inner))))
+                counts.append(np.broadcast_to(self._inner_counts[:, ::-1], (F, len(self.inner))))
+            dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND)))
+            counts.append(b.counts[lvl])
+        cov = tile_coverage(self._full, self.mu * b.unit, np.concatenate(dims, axis=1), np.concatenate(counts, axis=1))
+        return cov.ok[b.rows]
+
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
 
@@ -285,24 +305,8 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np
 
 def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
     """Which of each frame's blockings leave no wholly idle iteration
-    (:func:`kapla.model.rules.coverage`), frames of one signature checked in one batch."""
-    # a blocking's levels loop over each dim once (the mapping's own loops,
-    # innermost at level 0, in a fixed order): which blocks it visits depends
-    # on its factors, not its orders; each factor row is checked once
-    per_row = [(ev, _factor_rows(b)) for ev, b in parts]
-    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
-    for merged, where in merged_nests(per_row):
-        ok = coverage_ok(merged)
-        for i, rows in where:
-            out[i] = ok[rows][parts[i][1].rows]
-    return out
-
-
-def _factor_rows(b: Blockings) -> Blockings:
-    """One candidate per factor row of ``b``, its loops in dim order."""
-    F = b.unit.shape[0]
-    ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND))
-    return Blockings(b.unit, b.counts, np.arange(F, dtype=np.int64), tuple(ident for _ in b.orders))
+    (:meth:`FrameEvaluator.coverage_ok`)."""
+    return [ev.coverage_ok(b) for ev, b in parts]
 
 
 @lru_cache(maxsize=4096)
