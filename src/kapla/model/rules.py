@@ -77,6 +77,9 @@ class Coverage:
                                   | (self.covered < self.full).any(axis=1) | self.unit_over.any(axis=1)))
 
 
+_SMALL = 4096  # loop columns (nests x loops) up to which tile_coverage works dim by dim
+
+
 def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: np.ndarray,
                   labels: list[str] | None = None) -> Coverage:
     """The coverage rule on loops given innermost first: ``unit`` ``(M, 8)`` blocks,
@@ -84,14 +87,25 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
     block everything inside it covers."""
     M, L = dims.shape
     reach = np.array(unit, dtype=np.int64)  # a copy, updated in place through a flat view
-    flat = reach.reshape(-1)
-    base = np.arange(M) * reach.shape[1]
     steps = np.zeros((M, L), dtype=np.int64)
-    for k in range(L):
-        idx = base + dims[:, k]
-        step = flat[idx]
-        steps[:, k] = step
-        flat[idx] = step * counts[:, k]
+    if M * L <= _SMALL:
+        # few nests: a pass per dimension over all columns costs fewer numpy calls than one per column
+        for j in range(reach.shape[1]):
+            mine = dims == j
+            if not mine.any():
+                continue
+            running = np.cumprod(np.where(mine, counts, 1), axis=1)
+            before = np.concatenate([np.ones((M, 1), np.int64), running[:, :-1]], axis=1)
+            steps[mine] = (reach[:, j:j + 1] * before)[mine]
+            reach[:, j] = reach[:, j] * running[:, -1]
+    else:
+        flat = reach.reshape(-1)
+        base = np.arange(M) * reach.shape[1]
+        for k in range(L):
+            idx = base + dims[:, k]
+            step = flat[idx]
+            steps[:, k] = step
+            flat[idx] = step * counts[:, k]
     idle = wholly_beyond(counts, steps, full[dims])
     return Coverage(full, dims, counts, steps, labels or [""] * L, idle, counts < 1, reach, unit > full, unit)
 
