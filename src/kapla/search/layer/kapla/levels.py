@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,6 +220,11 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
     # the best ``top`` template frames, and the best half as many relaxed ones
     with_blocks = [i for i in order if blocks.get(i)]
+    # frames alike in both estimates are mirror images (stacks over Y or X, or
+    # the same stacks in another order, on a symmetric layer): one of them
+    # stands for all, so that the descents go to frames that differ
+    twins = {i: (float(values[i]), float(refined[j]), relaxed[i]) for j, i in enumerate(head)}
+    with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
     first = [i for i in with_blocks if i in kept]
@@ -228,12 +233,26 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         # cost model's own ranking of the frames adds its best few
         more, count = _model_ranked(space, top, beam)
         evaluated += count
+        kinds = {twins[i] for i in first}
         for i, states in more:
-            if i not in first:
+            if i not in first and twins.get(i) not in kinds:
                 first.append(i)
                 blocks[i] = states
+                if i in twins:
+                    kinds.add(twins[i])
     taken = set(first)
     return [(i, blocks[i]) for i in first] + [(i, None) for i in order if i not in taken], evaluated, arr
+
+
+def _first_of_each(items: Sequence[int], kind: Mapping[int, tuple]) -> list[int]:
+    """``items`` in order, each kind (``kind[item]``) only at its first."""
+    seen: set[tuple] = set()
+    out = []
+    for i in items:
+        if kind[i] not in seen:
+            seen.add(kind[i])
+            out.append(i)
+    return out
 
 
 _MODEL_REFINE = 16  # frames the cost model's ranking re-ranks by their best register block
