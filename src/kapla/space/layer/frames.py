@@ -192,6 +192,11 @@ class FrameEvaluator:
         of their nests), each factor row checked once: a blocking's levels loop
         over each dim once, inside them at level 0 the mapping's own loops in a
         fixed order, so its orders cannot change which blocks it visits."""
+        return coverage_of_many([(self, b)])[0]
+
+    def coverage_loops(self, b: Blockings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per factor row of ``b``, its unit block and its loops innermost first
+        (``(F, 8)``, ``(F, L)`` dims and counts), for :meth:`coverage_ok`."""
         F = b.unit.shape[0]
         dims, counts = [], []
         for lvl in range(self.levels):
@@ -203,8 +208,7 @@ class FrameEvaluator:
                 counts.append(np.broadcast_to(self._inner_counts[:, ::-1], (F, len(self.inner))))
             dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND)))
             counts.append(b.counts[lvl])
-        cov = tile_coverage(self._full, self.mu * b.unit, np.concatenate(dims, axis=1), np.concatenate(counts, axis=1))
-        return cov.ok[b.rows]
+        return self.mu * b.unit, np.concatenate(dims, axis=1), np.concatenate(counts, axis=1)
 
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
@@ -305,8 +309,23 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np
 
 def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
     """Which of each frame's blockings leave no wholly idle iteration
-    (:meth:`FrameEvaluator.coverage_ok`)."""
-    return [ev.coverage_ok(b) for ev, b in parts]
+    (:meth:`FrameEvaluator.coverage_ok`), the factor rows of frames of one
+    layer with as many loops checked in one batch."""
+    loops = [ev.coverage_loops(b) for ev, b in parts]
+    groups: dict[tuple, list[int]] = {}
+    for i, ((ev, _), (_, dims, _)) in enumerate(zip(parts, loops, strict=True)):
+        groups.setdefault((ev.frame.layer, ev.frame.batch, dims.shape[1]), []).append(i)
+    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
+    for members in groups.values():
+        full = parts[members[0]][0]._full
+        unit, dims, counts = (np.concatenate([loops[i][k] for i in members]) for k in range(3))
+        ok = tile_coverage(full, unit, dims, counts).ok
+        at = 0
+        for i in members:
+            F = loops[i][0].shape[0]
+            out[i] = ok[at:at + F][parts[i][1].rows]
+            at += F
+    return out
 
 
 @lru_cache(maxsize=4096)
