@@ -222,8 +222,12 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     with_blocks = [i for i in order if blocks.get(i)]
     # frames alike in both estimates are mirror images (stacks over Y or X, or
     # the same stacks in another order, on a symmetric layer): one of them
-    # stands for all, so that the descents go to frames that differ
-    twins = {i: (float(values[i]), float(refined[j]), relaxed[i]) for j, i in enumerate(head)}
+    # stands for all, so that the descents go to frames that differ. Not under
+    # a feed: the estimates ignore it, and where the data come from or go to
+    # can tell mirror images apart
+    fed = space.problem.fed is not None
+    twins = {i: (float(values[i]), float(refined[j]), relaxed[i]) + ((i,) if fed else ())
+             for j, i in enumerate(head)}
     with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
