@@ -143,13 +143,13 @@ class Nests:
     def temporal(self) -> tuple[np.ndarray, ...]:
         """Per level, ``(F, 8)`` product of its update counts per dimension."""
         out = []
-        first = self._first_rows
+        first = self.first_rows
         for up in self.updates:
             out.append(up.take(first).factors())
         return tuple(out)
 
     @cached_property
-    def _first_rows(self) -> np.ndarray:
+    def first_rows(self) -> np.ndarray:
         """For each factor combination, one candidate using it (its loop counts
         are the combination's; every candidate of a combination shares them)."""
         first = np.zeros(self.combos, dtype=np.int64)
@@ -288,11 +288,6 @@ class Nests:
             if np.any(np.bitwise_or.reduce(bits, axis=1) != bits.sum(axis=1)):
                 return False
         return True
-
-    @property
-    def first_rows(self) -> np.ndarray:
-        """``(F,)`` one candidate of each factor combination."""
-        return self._first_rows
 
     # ------------------------------------------------------------ subsets
 

@@ -145,11 +145,11 @@ class FrameEvaluator:
         self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
         self.shr = {k: np.int64(n) for k, n in frame.shr}
         self.spatial = [self._stack_factors(sp.stacks) for sp in frame.spatial]
-        self._stack_rows = [tuple(np.array([[f(s) for s in sp.stacks]], np.int64).reshape(1, len(sp.stacks))
-                                  for f in (lambda s: DIM_INDEX[s.dim], lambda s: s.rows, lambda s: s.cols))
-                            for sp in frame.spatial]
-        self._inner_dims = np.array([[d for d, _ in self.inner]], np.int64).reshape(1, len(self.inner))
-        self._inner_counts = np.array([[c for _, c in self.inner]], np.int64).reshape(1, len(self.inner))
+        # per level, its stacks' dims, rows and columns of units, as ``(1, S)`` rows
+        self._stack_rows = [(_one_row([DIM_INDEX[s.dim] for s in sp.stacks]), _one_row([s.rows for s in sp.stacks]),
+                             _one_row([s.cols for s in sp.stacks])) for sp in frame.spatial]
+        self._inner_dims = _one_row([d for d, _ in self.inner])
+        self._inner_counts = _one_row([c for _, c in self.inner])
         self._full = np.array([layer_dims(frame.layer, frame.batch)[d] for d in DIMS], dtype=np.int64)
         self._roles = tensor_roles(frame.layer)
 
@@ -186,17 +186,10 @@ class FrameEvaluator:
         return Nests(self.frame.layer, self.frame.batch, self.mu * b.unit, tuple(stacks), tuple(updates), tuple(shr),
                      b.rows, level_names=self.frame.levels)
 
-    def coverage_ok(self, b: Blockings) -> np.ndarray:
-        """``(M,)`` which blockings leave no wholly idle iteration
-        (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
-        of their nests), each factor row checked once: a blocking's levels loop
-        over each dim once, inside them at level 0 the mapping's own loops in a
-        fixed order, so its orders cannot change which blocks it visits."""
-        return coverage_of_many([(self, b)])[0]
-
     def coverage_loops(self, b: Blockings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per factor row of ``b``, its unit block and its loops innermost first
-        (``(F, 8)``, ``(F, L)`` dims and counts), for :meth:`coverage_ok`."""
+        (``(F, 8)``, ``(F, L)`` dims and counts), as its nests lay them out
+        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`."""
         F = b.unit.shape[0]
         dims, counts = [], []
         for lvl in range(self.levels):
@@ -269,6 +262,10 @@ class FrameEvaluator:
         return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
 
 
+def _one_row(values: Sequence[int]) -> np.ndarray:
+    return np.array(values, dtype=np.int64).reshape(1, len(values))
+
+
 def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[tuple[Nests, list[tuple[int, slice]]]]:
     """The nests of each frame's blockings, frames of one signature merged into
     one :class:`~kapla.model.nests.Nests` (one model call instead of one per
@@ -309,8 +306,11 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np
 
 def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
     """Which of each frame's blockings leave no wholly idle iteration
-    (:meth:`FrameEvaluator.coverage_ok`), the factor rows of frames of one
-    layer with as many loops checked in one batch."""
+    (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
+    of their nests). Each factor row is checked once: a blocking's levels loop
+    over each dim once, inside them at level 0 the mapping's own loops in a
+    fixed order, so its orders cannot change which blocks it visits. The factor
+    rows of frames of one layer with as many loops are checked in one batch."""
     loops = [ev.coverage_loops(b) for ev, b in parts]
     groups: dict[tuple, list[int]] = {}
     for i, ((ev, _), (_, dims, _)) in enumerate(zip(parts, loops, strict=True)):

@@ -706,7 +706,7 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
         base = len(cand)
         extra_arr = np.stack(extra)
         e_f, e_lvl = _changed_levels(extra_arr, slots, n, same_means_all=False)
-        pieces += list(_innermost_of(extra_arr[e_f, e_lvl + 1]))
+        pieces += _innermost(extra_arr[e_f, e_lvl + 1])
         f_of = np.concatenate([f_of, e_f + base])
         lvl_of = np.concatenate([lvl_of, e_lvl])
         cand = np.concatenate([cand, extra_arr])
@@ -727,11 +727,6 @@ def _changed_levels(cand: np.ndarray, slots: np.ndarray, n: int, same_means_all:
         levels[~changed.any(axis=1)] = True
     f, lvl = np.nonzero(levels)
     return f.astype(np.int64), lvl.astype(np.int64)
-
-
-def _innermost_of(counts: np.ndarray) -> list[np.ndarray]:
-    table = innermost_table(ND)
-    return [table(int(m)) for m in looping_mask(counts)]
 
 
 def _limited(classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
