@@ -616,9 +616,11 @@ def _refine(space: LayerSpace, index: int, point: _Point, steps: dict | None = N
     level, or one factor moved up while another moves down between adjacent
     levels, each with the loop orders of the levels it changes re-chosen; or
     one level's loop order alone), costed under the feed, until no neighbour
-    is better or ``_REFINE_STEPS`` steps. The best valid blocking reached
-    (None if even ``point`` is not valid), and the candidates costed.
-    ``steps`` keeps each point's scored neighbours for other refinements."""
+    is better or ``_REFINE_STEPS`` steps. Where none is, on a hierarchy of
+    three or more loop levels, the splits of three adjacent levels' counts
+    among them (:func:`_resplits`) are tried before giving up. The best valid
+    blocking reached (None if even ``point`` is not valid), and the candidates
+    costed. ``steps`` keeps each point's scored neighbours for other refinements."""
     steps = {} if steps is None else steps
     b = point.blockings()
     costs = space.score(index, b)
@@ -628,25 +630,67 @@ def _refine(space: LayerSpace, index: int, point: _Point, steps: dict | None = N
         return None, evaluated
     key = (float(value[0]), float(costs.total[0]))
     for _ in range(_REFINE_STEPS):
-        nb, c = memoised(steps, (index, point.key()), _scored_neighbours, space, index, point)
-        if nb is None:
+        step = None
+        for kind, neighbours in enumerate((_neighbours, _resplits)):
+            nb, c = memoised(steps, (index, point.key(), kind), _scored, neighbours, space, index, point)
+            if nb is None:
+                continue
+            evaluated += len(nb)
+            v = c.value(space.objective)
+            i = space.objective.argbest(v, c.total)
+            new = (float(v[i]), float(c.total[i]))
+            if math.isfinite(new[0]) and better(new, key):
+                step = nb, i, new
+                break
+        if step is None:
             break
-        evaluated += len(nb)
-        v = c.value(space.objective)
-        i = space.objective.argbest(v, c.total)
-        new = (float(v[i]), float(c.total[i]))
-        if not math.isfinite(new[0]) or not better(new, key):
-            break
+        nb, i, key = step
         f = int(nb.rows[i])
         point = _Point(nb.unit[f], tuple(x[f] for x in nb.counts), tuple(o[i] for o in nb.orders))
-        key = new
     return space.best(index, point.blockings()), evaluated
 
 
-def _scored_neighbours(space: LayerSpace, index: int, point: _Point):
-    """The point's neighbours and their costs under the feed (None, None: it has none)."""
-    nb = _neighbours(space.evaluator(index), point)
+def _scored(neighbours, space: LayerSpace, index: int, point: _Point):
+    """The point's ``neighbours`` and their costs under the feed (None, None: it has none)."""
+    nb = neighbours(space.evaluator(index), point)
     return (None, None) if nb is None else (nb, space.score(index, nb))
+
+
+_MAX_TRIPLE_SPLITS = 4096  # splits of three levels' counts a refinement tries, at most, per three levels
+
+
+def _resplits(ev: FrameEvaluator, point: _Point) -> Blockings | None:
+    """Every split of three adjacent levels' loop counts among them that fits,
+    under the point's loop orders (None: fewer than three loop levels, or none fits).
+
+    The descent fixes a middle level's counts before the levels above it are
+    searched, judging them with what is left looping at the top; a block
+    that is only worth holding once the level above loops elsewhere (a
+    per-PE buffer keeping a whole plane while the output channels move to
+    the top) takes several factor moves at once to reach, each of which
+    alone costs more. The steps that follow re-choose the orders."""
+    n = ev.levels
+    if n < 3:
+        return None
+    dims = ev.frame.dims
+    slots = np.stack([point.unit, *point.counts])  # slot 0: the unit, slot j + 1: level j's counts
+    out = []
+    for a in range(1, n - 1):
+        whole = (slots[a] * slots[a + 1] * slots[a + 2])[None, :]
+        firsts, first = split_rows(whole, dims)
+        rest = whole[firsts] // first
+        seconds, second = split_rows(rest, dims)
+        if len(seconds) > _MAX_TRIPLE_SPLITS:
+            continue
+        s = np.repeat(slots[None, :, :], len(seconds), axis=0)
+        s[:, a], s[:, a + 1], s[:, a + 2] = first[seconds], second, rest[seconds] // second
+        out.append(s)
+    cand = _fitting(ev, np.unique(np.concatenate(out), axis=0)) if out else out
+    if not len(cand):
+        return None
+    k = len(cand)
+    return Blockings(cand[:, 0], tuple(cand[:, j + 1] for j in range(n)), np.arange(k, dtype=np.int64),
+                     tuple(np.broadcast_to(o, (k, ND)) for o in point.orders))
 
 
 def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
