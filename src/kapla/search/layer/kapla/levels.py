@@ -152,8 +152,8 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     # refinements of several objectives share them where they pass the same point
     steps: dict = {}
     for objective in objectives:
-        for _, i, point in sorted(points[objective], key=lambda end: end[0])[:seeds]:
-            found, count = _refine(spaces[objective], i, point, steps)
+        for key, i, point in sorted(points[objective], key=lambda end: end[0])[:seeds]:
+            found, count = _refine(spaces[objective], i, point, key, steps)
             evaluated[objective] += count
             now = best[objective]
             if found is not None and (now is None or better(found.key, now.key)):
@@ -608,27 +608,23 @@ def _points(b: Blockings, costs, objective, k: int) -> list[tuple[tuple[float, f
     return out
 
 
-
-
-def _refine(space: LayerSpace, index: int, point: _Point, steps: dict | None = None) -> tuple[Found | None, int]:
-    """Local refinement of one complete blocking: steepest descent over its
+def _refine(space: LayerSpace, index: int, point: _Point, key: tuple[float, float], steps: dict | None = None
+            ) -> tuple[Found | None, int]:
+    """Local refinement of one complete, valid blocking (``key``: its objective
+    and energy, as the descent costed it): steepest descent over its
     neighbours (:func:`_neighbours`: a prime factor of one dim moved to another
     level, or one factor moved up while another moves down between adjacent
     levels, each with the loop orders of the levels it changes re-chosen; or
     one level's loop order alone), costed under the feed, until no neighbour
     is better or ``_REFINE_STEPS`` steps. Where none is, on a hierarchy of
     three or more loop levels, the splits of three adjacent levels' counts
-    among them (:func:`_resplits`) are tried before giving up. The best valid
-    blocking reached (None if even ``point`` is not valid), and the candidates
-    costed. ``steps`` keeps each point's scored neighbours for other refinements."""
+    among them (:func:`_resplits`) are tried before giving up. The best
+    blocking reached if better than ``point`` (None: none is), and the
+    candidates costed. ``steps`` keeps each point's scored neighbours for
+    other refinements."""
     steps = {} if steps is None else steps
-    b = point.blockings()
-    costs = space.score(index, b)
-    evaluated = 1
-    value = costs.value(space.objective)
-    if not math.isfinite(value[0]):
-        return None, evaluated
-    key = (float(value[0]), float(costs.total[0]))
+    evaluated = 0
+    last = None  # the neighbours and costs of the last step taken
     for _ in range(_REFINE_STEPS):
         step = None
         for kind, neighbours in enumerate((_neighbours, _resplits)):
@@ -640,14 +636,16 @@ def _refine(space: LayerSpace, index: int, point: _Point, steps: dict | None = N
             i = space.objective.argbest(v, c.total)
             new = (float(v[i]), float(c.total[i]))
             if math.isfinite(new[0]) and better(new, key):
-                step = nb, i, new
+                step = nb, c, i, new
                 break
         if step is None:
             break
-        nb, i, key = step
+        nb, c, i, key = step
+        last = nb, c
         f = int(nb.rows[i])
         point = _Point(nb.unit[f], tuple(x[f] for x in nb.counts), tuple(o[i] for o in nb.orders))
-    return space.best(index, point.blockings()), evaluated
+    # the last step's best neighbour is the point reached (the same pick as there)
+    return (None if last is None else space.best(index, *last)), evaluated
 
 
 def _scored(neighbours, space: LayerSpace, index: int, point: _Point):
