@@ -17,32 +17,39 @@ the resolved accessors: ``spec.holds(i, kind)``, ``spec.holders(kind)``,
 ``spec.tensor_bits_of(kind)``. The template is described in docs/hardware.md.
 """
 
-from kapla.arch.describe import describe_arch, format_bytes
-from kapla.arch.energy_tables import (
-    EnergyTable,
-    energy_table,
-    energy_table_names,
-    register_energy_table,
-)
-from kapla.arch.loader import list_presets, load_arch, load_preset, parse_arch, read_arch_file
-from kapla.arch.mapping import (
-    PeMappingTemplate,
-    get_pe_mapping,
-    pe_mapping_names,
-    register_pe_mapping,
-)
-from kapla.arch.spec import (
-    TENSOR_KINDS,
-    ArchOptions,
-    ArchSpec,
-    ArrayBus,
-    BusSpec,
-    MemLevel,
-    SplitCapacity,
-    TensorBits,
-    validate_arch,
-)
-from kapla.arch.unroll import Unroll, parse_unroll
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kapla.arch.describe import describe_arch, format_bytes
+    from kapla.arch.energy_tables import EnergyTable, energy_table, energy_table_names, register_energy_table
+    from kapla.arch.loader import list_presets, load_arch, load_preset, parse_arch, read_arch_file
+    from kapla.arch.mapping import PeMappingTemplate, get_pe_mapping, pe_mapping_names, register_pe_mapping
+    from kapla.arch.spec import (
+        TENSOR_KINDS,
+        ArchOptions,
+        ArchSpec,
+        ArrayBus,
+        BusSpec,
+        MemLevel,
+        SplitCapacity,
+        TensorBits,
+        validate_arch,
+    )
+    from kapla.arch.unroll import Unroll, parse_unroll
+
+# loaded when first used: listing the presets needs no validation models
+_WHERE = {
+    **dict.fromkeys(("describe_arch", "format_bytes"), "describe"),
+    **dict.fromkeys(("EnergyTable", "energy_table", "energy_table_names", "register_energy_table"), "energy_tables"),
+    **dict.fromkeys(("list_presets", "load_arch", "load_preset", "parse_arch", "read_arch_file"), "loader"),
+    **dict.fromkeys(("PeMappingTemplate", "get_pe_mapping", "pe_mapping_names", "register_pe_mapping"), "mapping"),
+    **dict.fromkeys(("TENSOR_KINDS", "ArchOptions", "ArchSpec", "ArrayBus", "BusSpec", "MemLevel", "SplitCapacity",
+                     "TensorBits", "validate_arch"), "spec"),
+    **dict.fromkeys(("Unroll", "parse_unroll"), "unroll"),
+}
 
 __all__ = [
     "TENSOR_KINDS",
@@ -72,3 +79,11 @@ __all__ = [
     "register_pe_mapping",
     "validate_arch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -12,12 +12,14 @@ import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kapla.arch.spec import ArchSpec, validate_arch
 from kapla.errors import ArchError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kapla.arch.spec import ArchSpec
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 _PRESETS = resources.files("kapla.arch") / "presets"
@@ -35,6 +37,8 @@ def load_arch(source: str | os.PathLike[str] | ArchSpec) -> ArchSpec:
     working directory never shadows a preset; pass a path object (or a name
     with a suffix or directory part) to force reading a file.
     """
+    from kapla.arch.spec import ArchSpec  # the validation models load with a spec, not with the presets' names
+
     if isinstance(source, ArchSpec):
         return source
     text = os.fspath(source)
@@ -86,6 +90,8 @@ def parse_arch(data: Any, source: str = "hardware description",
         raise ArchError(f"{source}: the top level must be a mapping of fields (got {got})")
     if default_name is not None and "name" not in data:
         data = {"name": default_name, **data}
+    from kapla.arch.spec import validate_arch
+
     return validate_arch(data, source)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kapla.arch import describe_arch, list_presets, load_arch
+from kapla.arch.loader import list_presets
 from kapla.cli.common import console, emit_json
 
 
@@ -18,6 +18,8 @@ def arch_cmd() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the spec as JSON (loadable again).")
 def show(target: str, as_json: bool) -> None:
     """Print the resolved hardware description of a preset or a .yaml/.yml/.json file."""
+    from kapla.arch import describe_arch, load_arch  # the spec's models: not needed to list the presets
+
     spec = load_arch(target)
     if as_json:
         emit_json(spec.to_dict(), "-")

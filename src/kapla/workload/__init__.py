@@ -1,9 +1,35 @@
-"""Workloads: layers, networks, the model zoo, training expansion and importers."""
+"""Workloads: layers, networks, the model zoo, training expansion and importers.
 
-from kapla.workload.layer import LOOP_DIMS, FmapShape, Layer, Merge, Op, Phase, Port
-from kapla.workload.load import load_network
-from kapla.workload.network import Edge, Network, NetworkBuilder
-from kapla.workload.zoo import get_network
+The names below are loaded when first used, so that importing one small
+module of the package (a layer) does not load the graph library behind
+networks: the command line starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kapla.workload.layer import LOOP_DIMS, FmapShape, Layer, Merge, Op, Phase, Port
+    from kapla.workload.load import load_network
+    from kapla.workload.network import Edge, Network, NetworkBuilder
+    from kapla.workload.zoo import get_network
+
+_WHERE = {
+    **dict.fromkeys(("LOOP_DIMS", "FmapShape", "Layer", "Merge", "Op", "Phase", "Port"), "layer"),
+    "load_network": "load",
+    **dict.fromkeys(("Edge", "Network", "NetworkBuilder"), "network"),
+    "get_network": "zoo",
+}
 
 __all__ = ["LOOP_DIMS", "Edge", "FmapShape", "Layer", "Merge", "Network", "NetworkBuilder", "Op", "Phase", "Port",
            "get_network", "load_network"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -683,7 +683,9 @@ def _resplits(ev: FrameEvaluator, point: _Point) -> Blockings | None:
         s = np.repeat(slots[None, :, :], len(seconds), axis=0)
         s[:, a], s[:, a + 1], s[:, a + 2] = first[seconds], second, rest[seconds] // second
         out.append(s)
-    cand = _fitting(ev, np.unique(np.concatenate(out), axis=0)) if out else out
+    if not out:
+        return None
+    cand = _fitting(ev, np.unique(np.concatenate(out), axis=0))
     if not len(cand):
         return None
     k = len(cand)
