@@ -19,8 +19,9 @@ the resolved accessors: ``spec.holds(i, kind)``, ``spec.holders(kind)``,
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kapla.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.arch.describe import describe_arch, format_bytes
@@ -81,9 +82,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -7,8 +7,9 @@ networks: the command line starts in a fraction of a second.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kapla.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.workload.layer import LOOP_DIMS, FmapShape, Layer, Merge, Op, Phase, Port
@@ -27,9 +28,4 @@ __all__ = ["LOOP_DIMS", "Edge", "FmapShape", "Layer", "Merge", "Network", "Netwo
            "get_network", "load_network"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
