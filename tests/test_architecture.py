@@ -18,8 +18,8 @@ import pytest
 import kapla
 
 #: kapla's packages (and top-level modules), from the bottom layer up.
-LAYERS = ("errors", "lazy", "schemas", "workload", "arch", "dataflow", "model", "space", "search", "scheduling", "report",
-          "interop", "api", "explore", "cli")
+LAYERS = ("errors", "lazy", "schemas", "workload", "arch", "dataflow", "model", "space", "search", "scheduling",
+          "report", "interop", "api", "explore", "cli")
 IMPLEMENTATIONS = ("search.layer", "search.network", "explore.studies")  # each subpackage: one implementation
 
 SRC = Path(kapla.__file__).resolve().parent
