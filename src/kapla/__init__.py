@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kapla.errors import KaplaError
+from kapla.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
     from kapla.api import schedule
 
-
-def __getattr__(name: str) -> Any:
-    # the scheduling API loads the whole tool: only when asked for, so that
-    # ``import kapla.arch`` (or the command line's help) stays light
-    if name == "schedule":
-        from kapla.api import schedule
-
-        globals()["schedule"] = schedule
-        return schedule
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["KaplaError", "__version__", "schedule"]
+
+# the scheduling API loads the whole tool: only when asked for, so that
+# ``import kapla.arch`` (or the command line's help) stays light
+__getattr__ = lazy_exports(__name__, {"schedule": "api"})

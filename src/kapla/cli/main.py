@@ -11,7 +11,7 @@ from click.utils import make_default_short_help
 from kapla import __version__
 from kapla.cli.common import KaplaGroup
 
-# name: (module, command object, the first sentence of its help). A command's
+# name: (module, name of the command in it, the first sentence of its help). A command's
 # module (and what it needs: the solvers, numpy, the report) is loaded only
 # when that command runs, so that ``kapla --help`` answers at once;
 # tests/cli/test_main.py checks each line against the command's own help.
