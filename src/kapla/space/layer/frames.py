@@ -174,7 +174,7 @@ class FrameEvaluator:
         stacks = tuple(Stacks(*(np.broadcast_to(a, (F, a.shape[1])) for a in row)) for row in self._stack_rows)
         updates = []
         for i in range(self.levels):
-            dims = b.orders[i]
+            dims = self._looping(b.orders[i])
             counts = np.take_along_axis(b.counts[i][b.rows], dims, axis=1)
             if i == 0 and self.inner:
                 dims = np.concatenate([dims, np.broadcast_to(self._inner_dims, (M, len(self.inner)))], axis=1)
@@ -185,6 +185,20 @@ class FrameEvaluator:
             shr[self.levels - 1] = {k: np.full(F, n) for k, n in self.shr.items()}
         return Nests(self.frame.layer, self.frame.batch, self.mu * b.unit, tuple(stacks), tuple(updates), tuple(shr),
                      b.rows, level_names=self.frame.levels)
+
+    def _looping(self, orders: np.ndarray) -> np.ndarray:
+        """``orders`` ``(M, 8)`` with only the dims blocking splits (the others
+        loop once everywhere): the cost model's work grows with its loop columns."""
+        keep = self.frame.dims
+        if len(keep) == ND:
+            return orders
+        return orders[self._looping_mask[orders]].reshape(orders.shape[0], len(keep))
+
+    @cached_property
+    def _looping_mask(self) -> np.ndarray:
+        mask = np.zeros(ND, dtype=bool)
+        mask[list(self.frame.dims)] = True
+        return mask
 
     def coverage_loops(self, b: Blockings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per factor row of ``b``, its unit block and its loops innermost first
@@ -205,11 +219,6 @@ class FrameEvaluator:
 
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
-
-    def signature(self) -> tuple:
-        """What the shape of this frame's nests depends on: frames alike in it
-        can be costed in one batch (:func:`totals_of_many`)."""
-        return (tuple(len(sp.stacks) for sp in self.frame.spatial), len(self.inner), tuple(sorted(self.shr)))
 
     # ------------------------------------------------------------ blocks
 
@@ -267,34 +276,54 @@ def _one_row(values: Sequence[int]) -> np.ndarray:
 
 
 def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[tuple[Nests, list[tuple[int, slice]]]]:
-    """The nests of each frame's blockings, frames of one signature merged into
-    one :class:`~kapla.model.nests.Nests` (one model call instead of one per
-    frame): per merged nests, the part each slice of its candidates comes from."""
+    """The nests of each frame's blockings, all frames of one layer and batch
+    merged into one :class:`~kapla.model.nests.Nests` (one model call instead of
+    one per frame; model calls cost a fixed overhead each): per merged nests,
+    the part each slice of its candidates comes from. Frames with fewer stacks
+    or loops at a level are padded with stacks and loops of count 1, and a
+    kind a frame does not share gets a sharing factor of 1: neither changes a cost."""
     groups: dict[tuple, list[int]] = {}
     for i, (ev, _) in enumerate(parts):
-        # frames of another layer or batch never share a batch, whatever their shape
-        groups.setdefault((ev.frame.layer, ev.frame.batch, ev.signature()), []).append(i)
+        # frames of another layer, batch or depth never share a batch
+        groups.setdefault((ev.frame.layer, ev.frame.batch, ev.levels), []).append(i)
     for members in groups.values():
         nests = [parts[i][0].nests(parts[i][1]) for i in members]
         first = nests[0]
+        levels = len(first.stacks)
         offsets = np.cumsum([0] + [n.unit.shape[0] for n in nests])
-        merged = Nests(
-            first.layer, first.batch, np.concatenate([n.unit for n in nests]),
-            tuple(Stacks(*(np.concatenate([getattr(n.stacks[lvl], f) for n in nests])
-                           for f in ("dims", "rows", "cols"))) for lvl in range(len(first.stacks))),
-            tuple(Loops(np.concatenate([n.updates[lvl].dims for n in nests]),
-                        np.concatenate([n.updates[lvl].counts for n in nests])) for lvl in range(len(first.updates))),
-            tuple({k: np.concatenate([n.shr[lvl][k] for n in nests]) for k in first.shr[lvl]}
-                  for lvl in range(len(first.shr))),
-            np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
-            level_names=first.level_names)
+        stacks = []
+        for lvl in range(levels):
+            width = max(n.stacks[lvl].dims.shape[1] for n in nests)
+            stacks.append(Stacks(*(np.concatenate([_pad(getattr(n.stacks[lvl], f), width, fill) for n in nests])
+                                   for f, fill in (("dims", 0), ("rows", 1), ("cols", 1)))))
+        updates = []
+        for lvl in range(levels):
+            width = max(n.updates[lvl].dims.shape[1] for n in nests)
+            updates.append(Loops(np.concatenate([_pad(n.updates[lvl].dims, width, 0) for n in nests]),
+                                 np.concatenate([_pad(n.updates[lvl].counts, width, 1) for n in nests])))
+        shr = []
+        for lvl in range(levels):
+            kinds = sorted({k for n in nests for k in n.shr[lvl]})
+            shr.append({k: np.concatenate([n.shr[lvl].get(k, np.ones(n.unit.shape[0], np.int64)) for n in nests])
+                        for k in kinds})
+        merged = Nests(first.layer, first.batch, np.concatenate([n.unit for n in nests]), tuple(stacks),
+                       tuple(updates), tuple(shr),
+                       np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
+                       level_names=first.level_names)
         starts = np.cumsum([0] + [len(n.rows) for n in nests])
         yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
 
 
+def _pad(a: np.ndarray, width: int, fill: int) -> np.ndarray:
+    """``a`` ``(R, K)`` with ``width - K`` columns of ``fill`` in front (the outside of a level's loops)."""
+    if a.shape[1] == width:
+        return a
+    return np.concatenate([np.full((a.shape[0], width - a.shape[1]), fill, dtype=a.dtype), a], axis=1)
+
+
 def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
     """The energies (``costs(b, rules=False).total``) of each frame's blockings,
-    frames of one signature costed in one batch (:func:`merged_nests`): the same
+    every frame of a layer costed in one batch (:func:`merged_nests`): the same
     numbers, row by row."""
     out: list[np.ndarray] = [np.zeros(0)] * len(parts)
     for merged, where in merged_nests(parts):

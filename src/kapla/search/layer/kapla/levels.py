@@ -297,7 +297,7 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     (inf: none fits), and the candidates costed. A register block is every
     block that fits level 0 and leaves room above; its estimate is its energy
     with everything else one level up under the best innermost loop there (the
-    cost model's, all frames costed in one batch per nest signature), plus
+    cost model's, all frames costed in one batch), plus
     what the analytic DRAM-level blockings must re-fetch once it is fixed
     (:func:`kapla.search.layer.kapla.estimates.dram`: a block stacked over the
     PE array sets the smallest block the node buffer can hold). ``arr``: the
