@@ -240,14 +240,16 @@ class FrameEvaluator:
                             self.shr if level == self.levels - 1 else {})
         return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
 
-    def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray]) -> np.ndarray:
+    def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray],
+                   upto: int | None = None) -> np.ndarray:
         """``(F,)`` partial blockings (unit factors, the loop counts of levels
         below ``level``) whose smallest blocks at ``level`` and every level above
-        (no more loops there) still fit: those that can be completed."""
+        (no more loops there; ``upto``: below that level only) still fit: those
+        that can be completed."""
         ok = np.ones(unit.shape[0], dtype=bool)
         ones = np.ones_like(unit)
         below = list(counts)
-        for j in range(level, self.levels):
+        for j in range(level, self.levels if upto is None else upto):
             ok &= self.fits(j, self.block(j, unit, below))
             below.append(ones)
         return ok

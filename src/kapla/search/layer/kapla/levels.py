@@ -303,30 +303,34 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     PE array sets the smallest block the node buffer can hold). ``arr``: the
     frames' rows for the estimates (None: the cost model's energy alone)."""
     arrs, found = [], []
+    below: dict[tuple, np.ndarray] = {}  # sharing variants of a frame have the same blocks below its node level
     for i in frames:
         ev = space.evaluator(i)
-        rest = np.array(ev.frame.rest, dtype=np.int64)
-        _, units = split_rows(rest[None, :], ev.frame.dims)
-        units = units[ev.fits_above(0, units, ())]
+        frame = ev.frame
+        rest = np.array(frame.rest, dtype=np.int64)
+        key = (frame.spatial, frame.rest)
+        units = below.get(key)
+        if units is None:
+            _, units = split_rows(rest[None, :], frame.dims)
+            units = below[key] = units[ev.fits_above(0, units, (), upto=ev.levels - 1)]
+        if len(units) and ev.levels > 1:
+            # the node level: its buffer sharing changes what fits there
+            units = units[ev.fits_above(ev.levels - 1, units, [np.ones_like(units)] * (ev.levels - 1))]
         if len(units) == 0:
             continue
-        states = [_State(u, [], [], rest // u) for u in units]
-        if ev.levels == 1:
-            b = None
-        else:
-            lefts = rest[None, :] // units
-            b, _ = _blockings(states, 0, lefts, np.arange(len(states)), ev.levels,
-                              _innermost(lefts))
+        lefts = rest[None, :] // units
+        b = None if ev.levels == 1 else _unit_blockings(units, lefts, ev.levels)
+        if b is not None:
             arrs.append((ev, b))
-        found.append((i, states, units, b))
+        found.append((i, lefts, units, b))
     totals = iter(totals_of_many(arrs))
     evaluated = sum(len(b) for _, b in arrs)
     values = []
-    for _, states, _, b in found:
-        energy = np.zeros(len(states))
+    for _, _, units, b in found:
+        energy = np.zeros(len(units))
         if b is not None:
             # the block one level up holds everything left: its own buffers are judged later
-            energy = np.full(len(states), np.inf)
+            energy = np.full(len(units), np.inf)
             np.minimum.at(energy, b.rows, next(totals))
         values.append(energy)
     if arr is not None and found and len(space.problem.arch.levels) >= 3:
@@ -343,9 +347,9 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     best = dict.fromkeys(frames, math.inf)
     keep = _coverable_first([(space.evaluator(i), units, b, np.argsort(value, kind="stable"))
                              for (i, _, units, b), value in zip(found, values, strict=True)], beam)
-    for (i, states, _, _), value, kept in zip(found, values, keep, strict=True):
+    for (i, lefts, units, _), value, kept in zip(found, values, keep, strict=True):
         if len(kept):
-            blocks[i] = [states[j] for j in kept]
+            blocks[i] = [_State(units[j], [], [], lefts[j]) for j in kept]
             best[i] = float(value[kept[0]])
     return blocks, np.array([best[i] for i in frames]), evaluated
 
@@ -400,6 +404,18 @@ def _coverable_first(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
                 still.append(n)
         todo = still
     return [np.array(o[:k] if items[n][2] is not None else o, dtype=np.int64) for n, o in enumerate(out)]
+
+
+def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
+    """Register blocks ``units`` with all that is left of each (``lefts``) looping
+    at level 0, under each choice of its innermost loop there (one candidate per
+    looping dim; one with nothing left)."""
+    here = _innermost(lefts)
+    per = np.array([len(h) for h in here], dtype=np.int64)
+    rows = np.repeat(np.arange(len(units), dtype=np.int64), per)
+    ones = np.ones_like(units)
+    ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (len(rows), ND))
+    return Blockings(units, (lefts,) + (ones,) * (n - 1), rows, (np.concatenate(here),) + (ident,) * (n - 1))
 
 
 def _canonical(ev: FrameEvaluator) -> Blockings:
