@@ -524,10 +524,9 @@ def _middle(space: LayerSpace, index: int, states: list[_State], level: int):
     ev = space.evaluator(index)
     n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
-    cand_counts = [states[s].counts + [taken[k]] for k, s in enumerate(src)]
+    units, counts = _state_arrays(states, level)
     # the next level's block fits, and leaves room for every level above
-    ok = ev.fits_above(level + 1, np.stack([states[s].unit for s in src]),
-                       [np.stack([c[lvl] for c in cand_counts]) for lvl in range(level + 1)])
+    ok = ev.fits_above(level + 1, units[src], [c[src] for c in counts] + [taken])
     src, taken = src[ok], taken[ok]
     if len(src) == 0:
         return None
@@ -547,13 +546,12 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
         b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
         return b, space.score(index, b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
-    unit_rows = np.stack([states[s].unit for s in src])
-    counts_below = [np.stack([states[s].counts[lvl] for s in src]) for lvl in range(level)]
-    ok = ev.fits(level + 1, ev.block(level + 1, unit_rows, counts_below + [taken]))
+    units, counts = _state_arrays(states, level)
+    ok = ev.fits(level + 1, ev.block(level + 1, units[src], [c[src] for c in counts] + [taken]))
     src, taken = src[ok], taken[ok]
     if len(src) == 0:
         return None
-    left = np.stack([states[s].left for s in src]) // taken
+    left = np.stack([s.left for s in states])[src] // taken
     here = list(order_classes(layer, taken))
     tops = list(order_classes(layer, left))
     if _pairs(here, tops) > _STAGED_CANDIDATES:
@@ -574,6 +572,11 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
             tops = [inner_tops[k] for k in keep]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     return b, space.score(index, b)
+
+
+def _state_arrays(states: list[_State], levels: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The states' unit factors ``(K, 8)`` and loop counts of their first ``levels`` levels, one row per state."""
+    return np.stack([s.unit for s in states]), [np.stack([s.counts[lvl] for s in states]) for lvl in range(levels)]
 
 
 def _innermost(counts: np.ndarray) -> list[np.ndarray]:
