@@ -5,8 +5,8 @@ depth, bypassed tensors and per-tensor buffers come for free:
 
 1. **frames** are ranked by KAPLA's analytic estimates
    (:mod:`kapla.search.layer.kapla.estimates`); the first ``refine`` (and
-   ``refine_regf`` more by the register-aware estimate) are re-ranked by their
-   best register block: its energy with everything else one level up (the
+   ``refine_regf`` more by the register-aware estimate, and a third as many
+   relaxed ones) are re-ranked by their best register block: its energy with everything else one level up (the
    cost model's) plus what the analytic DRAM-level blockings must re-fetch
    once it is fixed; blocks that leave wholly idle iterations are passed over.
    Relaxed mappings (strips, partial filters) are ranked beside the
@@ -81,6 +81,7 @@ from kapla.space.problem import Problem
 ND = len(DIMS)
 _ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
 REFINE = 30  # frames re-ranked by their best register block's estimate, the first by the frame's estimate
+_RELAXED_SHARE = 3  # relaxed frames re-ranked: this fraction of ``refine``, the best by the frame estimate
 REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
@@ -206,7 +207,12 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # template's frames, never in place of them
     relaxed = [any(sp.relaxed for sp in f.spatial) for f in space.frames]
     plain = [i for i in order if not relaxed[i]]
-    head = plain[:refine] + [i for i in order[:refine] if relaxed[i]]
+    # relaxed frames have a re-ranking budget of their own: the frame estimate
+    # ranks them behind the template's (it assumes strips reload their halos
+    # and partial filters their windows), but their best register block can
+    # be the best of all (AlexNet conv1 on a 4x4 block of nodes: a third lower)
+    among = sum(relaxed[i] for i in order[:refine])  # those the frame estimate itself ranks among the first
+    head = plain[:refine] + [i for i in order if relaxed[i]][:max(among, refine // _RELAXED_SHARE)]
     if refine_regf:
         # the on-chip bound assumes registers that hold a PE's whole block;
         # where they cannot, a frame it ranks low can be the best
