@@ -82,6 +82,7 @@ ND = len(DIMS)
 _ROWS_PER_STATE = 4  # candidates looked at per state kept: several best ones may share one factor row
 REFINE = 30  # frames re-ranked by their best register block's estimate, the first by the frame's estimate
 _RELAXED_SHARE = 3  # relaxed frames re-ranked: this fraction of ``refine``, the best by the frame estimate
+_RELAXED_BEAM = 2  # times as many register blocks descended on a relaxed frame
 REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
@@ -140,14 +141,22 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             for objective in going:
                 evaluated[objective] += count
         for objective in going:
-            found, count, ends = _descend(spaces[objective], i, states, beam, memo, seeds)
-            evaluated[objective] += count
-            points[objective] += [(key, i, point) for key, point in ends]
-            now = best[objective]
-            if found is not None:
-                schemes[objective] += 1
-                if now is None or better(found.key, now.key):
-                    best[objective] = found
+            # ``beam`` register blocks at a time (a relaxed frame has more): each
+            # group descends as a frame with fewer would, the others beside it
+            gave = False
+            for group in range(0, len(states), beam):
+                # only the first group's ends are refined: the others' would
+                # crowd out the seeds a frame with ``beam`` blocks would give
+                found, count, ends = _descend(spaces[objective], i, states[group:group + beam], beam, memo,
+                                              0 if group else seeds)
+                evaluated[objective] += count
+                points[objective] += [(key, i, point) for key, point in ends]
+                now = best[objective]
+                if found is not None:
+                    gave = True
+                    if now is None or better(found.key, now.key):
+                        best[objective] = found
+            schemes[objective] += gave
     # the descents' best ends, whatever their frame, refined locally; a point's
     # neighbours and their costs do not depend on the objective, so the
     # refinements of several objectives share them where they pass the same point
@@ -221,19 +230,32 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         by_regf = sub.trips * arch.static_energy + estimates.regf(sub, arch) + dram_part[rows]
         seen = set(head)
         head += [i for i in (int(rows[j]) for j in np.argsort(by_regf, kind="stable")) if i not in seen][:refine_regf]
-    blocks, refined, evaluated = _register_blocks(space, head, arr, beam)
+    # a relaxed frame's best blocking is further from its best register blocks
+    # by the estimate (a partial filter looped above them, a strip reloading
+    # its halo): more of them are descended
+    wide = [i for i in head if relaxed[i]]
+    narrow = [i for i in head if not relaxed[i]]
+    blocks, refined, evaluated = _register_blocks(space, narrow, arr, beam)
+    if wide:
+        more, more_refined, count = _register_blocks(space, wide, arr, beam * _RELAXED_BEAM)
+        blocks.update(more)
+        evaluated += count
+        by_frame = dict(zip(narrow + wide, refined.tolist() + more_refined.tolist(), strict=True))
+        refined = np.array([by_frame[i] for i in head])
     chosen = set(head)
     order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
     # the best ``top`` template frames, and the best half as many relaxed ones
     with_blocks = [i for i in order if blocks.get(i)]
-    # frames alike in both estimates are mirror images (stacks over Y or X, or
-    # the same stacks in another order, on a symmetric layer): one of them
-    # stands for all, so that the descents go to frames that differ. Not under
+    # frames alike in both estimates and in what they leave to blocking (as a
+    # multiset) are mirror images (stacks over Y or X, or the same stacks in
+    # another order, on a symmetric layer): one of them stands for all, so that
+    # the descents go to frames that differ (a relaxed frame whose unit is free
+    # can tie with one whose loops are, and holds more). Not under
     # a feed: the estimates ignore it, and where the data come from or go to
     # can tell mirror images apart
     fed = space.problem.fed is not None
-    twins = {i: (float(values[i]), float(refined[j]), relaxed[i]) + ((i,) if fed else ())
-             for j, i in enumerate(head)}
+    twins = {i: (float(values[i]), float(refined[j]), relaxed[i], tuple(sorted(space.frames[i].rest)))
+             + ((i,) if fed else ()) for j, i in enumerate(head)}
     with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
