@@ -6,9 +6,10 @@ depth, bypassed tensors and per-tensor buffers come for free:
 1. **frames** are ranked by KAPLA's analytic estimates
    (:mod:`kapla.search.layer.kapla.estimates`); the first ``refine`` (and
    ``refine_regf`` more by the register-aware estimate, and a third as many
-   relaxed ones) are re-ranked by their best register block: its energy with everything else one level up (the
-   cost model's) plus what the analytic DRAM-level blockings must re-fetch
-   once it is fixed; blocks that leave wholly idle iterations are passed over.
+   relaxed ones) are re-ranked by their best register block: its energy with
+   everything else one level up (the cost model's) plus what the analytic
+   DRAM-level blockings must re-fetch once it is fixed; blocks that leave
+   wholly idle iterations are passed over.
    Relaxed mappings (strips, partial filters) are ranked beside the
    template's whole rows and filters, never in place of them: the best
    ``top`` template frames are descended, and the best ``top // 2`` relaxed
@@ -17,7 +18,8 @@ depth, bypassed tensors and per-tensor buffers come for free:
    best few;
 2. on those frames, from the registers out:
 
-   * *unit*: the frame's best ``beam`` register blocks, from the ranking;
+   * *unit*: the frame's best ``beam`` register blocks, from the ranking (on
+     a relaxed frame twice as many, descended ``beam`` at a time);
    * *each middle level*: every count of its loops that keeps the next
      level's block within its buffers, under every distinct loop order,
      with what is left looping at the top; the best ``beam`` go on;
