@@ -36,6 +36,7 @@ from kapla.dataflow.tensors import (
     DIM_INDEX,
     DIMS,
     RELEVANT_MASK,
+    WINDOW_AXIS,
     Kind,
     TensorRole,
     footprints,
@@ -78,7 +79,7 @@ def frame_bound(frame: Frame, hw: Hardware, feed: Feed | None = None) -> Bound:
 
 
 def partial_bounds(frame: Frame, hw: Hardware, feed: Feed | None, top: Sequence[np.ndarray],
-                   left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                   left: np.ndarray, orders: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per partial blocking of the frame, the least energy and time of any of its
     completions: ``(F,)`` each. ``top``: the loop counts of the outermost
     ``len(top)`` levels (``(F, 8)`` each, innermost of them first); ``left``:
@@ -86,13 +87,16 @@ def partial_bounds(frame: Frame, hw: Hardware, feed: Feed | None, top: Sequence[
     them still cover. The frame bound with the blocks of those levels known,
     so it counts the reloads their loops force whatever the orders and the
     levels below; with every level's counts given (``left`` the unit factors)
-    it bounds one factor combination over all its loop orders."""
-    energy, time = _least_cost(_PartialView(frame, hw, feed, top, left))
+    it bounds one factor combination over all its loop orders. ``orders=False``
+    leaves out what one order serving every tensor adds
+    (:meth:`_PartialView.conflicts`): a weaker bound, sooner."""
+    view = _PartialView(frame, hw, feed, top, left)
+    energy, time = _least_cost(view, orders)
     shape = left.shape[0]
     return np.broadcast_to(energy, shape).astype(float), np.broadcast_to(time, shape).astype(float)
 
 
-def _least_cost(view: _FrameView):
+def _least_cost(view: _FrameView, orders: bool = True):
     """Energy and time no valid scheme the view covers goes below (floats or arrays)."""
     hw = view.hw
     energy = view.ops * hw.mac
@@ -102,6 +106,8 @@ def _least_cost(view: _FrameView):
         e, words = _chain(view, role)
         energy = energy + e
         dram_bits = dram_bits + words * hw.bits[role.kind]
+    if orders and isinstance(view, _PartialView):
+        energy = energy + view.conflicts()
     time = np.maximum(float(view.trips), dram_bits / hw.dram_bits_per_cycle)
     energy = energy + time * hw.static
     return energy * (1 - SLACK), time * (1 - SLACK)
@@ -234,6 +240,12 @@ def _spans_node(view: _FrameView, c: int, p: int) -> bool:
 def _child_counted(view: _FrameView, c: int) -> bool:
     """The child buffer counts what fills it and what it writes back (registers and a PE-side node buffer do not)."""
     return c > 0 and not (c == view.node and view.hw.gbuf_pe_side)
+
+
+def _pair_energy(view: _FrameView, role: TensorRole, c: int, p: int):
+    """Energy of ``role`` between holder ``c`` and its parent ``p``, buses included."""
+    pair = _output_pair if role.written else _input_pair
+    return pair(view, role, c, p)[0] + _buses(view, role, c, p)
 
 
 def _input_pair(view: _FrameView, role: TensorRole, c: int, p: int) -> tuple[float, float]:
@@ -378,6 +390,10 @@ class _PartialView(_FrameView):
         first = self.n - len(top)
         assert first >= 0
         counts = [None] * first + list(top)
+        self.first = first
+        self.fixed = counts  # per level its loop counts (None: still open)
+        self._regime: tuple[int, int, int] | None = None  # (child, level, dim): see :meth:`conflicts`
+        self._words: dict[tuple, np.ndarray] = {}
         # what a level's loops move per iteration: ``left`` (unit and lower counts) grown by the fixed levels
         self.tiles: dict[int, np.ndarray] = {}
         self.above: dict[int, np.ndarray] = {}
@@ -398,6 +414,15 @@ class _PartialView(_FrameView):
             self.above[i] = above
 
     def each_once(self, level: int, role: TensorRole, child: int | None = None):
+        # the pair terms ask for the same words many times: worked out once per view
+        key = (level, role.kind, role.copies, child, self._regime if self._regime and self._regime[0] == (
+            level if child is None else child) else None)
+        words = self._words.get(key)
+        if words is None:
+            words = self._words[key] = self._each_once(level, role, child)
+        return words
+
+    def _each_once(self, level: int, role: TensorRole, child: int | None = None):
         c = level if child is None else child
         if c not in self.tiles:
             return super().each_once(level, role, child)
@@ -405,9 +430,88 @@ class _PartialView(_FrameView):
         for i in range(c, level):
             block = block * self.stacks[i]
         block = np.minimum(block, self.full)
-        # every loop above the blocks advances by at least its own level's stack of them
-        words = _moved(role.kind, block, self.above[c], self.tiles[c] * self.stacks[c], self.frame.layer)
+        if self._regime is not None and self._regime[0] == c:
+            words = self._reloaded(role.kind, block, self._regime[1], self._regime[2])
+        else:
+            # every loop above the blocks advances by at least its own level's stack of them
+            words = _moved(role.kind, block, self.above[c], self.tiles[c] * self.stacks[c], self.frame.layer)
         return self.units(level) * words * role.copies
+
+    def _looping(self, level: int) -> np.ndarray:
+        """``(F, 8)`` the loop counts of fixed ``level`` (level 0 with the template's loops)."""
+        counts = self.fixed[level]
+        assert counts is not None
+        return counts * self.inner if level == 0 else counts
+
+    def _reloaded(self, kind: Kind, block: np.ndarray, level: int, dim: int) -> np.ndarray:
+        """``(F,)`` words of ``kind`` the model charges for ``block`` when the innermost
+        loop of ``level``, over ``dim`` (one the tensor depends on), is its last
+        reloading loop: once per iteration of every loop of that level and above
+        (a sliding window: the new rows or columns only)."""
+        layer = self.frame.layer
+        every = np.prod(self.above[level], axis=1).astype(float)
+        fp = footprints(block, layer, (kind,))[kind].astype(float)
+        axis = int(WINDOW_AXIS[dim])
+        if kind != Kind.IFM or axis < 0:
+            return fp * every
+        rows, cols = ifm_extents(block, layer)
+        extent = rows if axis == 0 else cols
+        whole = whole_input(layer)[axis]
+        (sy, sx), (dy, dx) = layer.stride, layer.dilation
+        shift = {"Y": sy, "S": dy, "X": sx, "R": dx}[DIMS[dim]]
+        count = self._looping(level)[:, dim]
+        step = (self.tiles[level] * self.stacks[level])[:, dim] * shift
+        union = np.minimum(extent + (count - 1) * np.minimum(extent, step), whole)
+        return every / count * fp / extent * union
+
+    def conflicts(self) -> np.ndarray:
+        """``(F,)`` energy the frame bound leaves out because one loop order serves
+        every tensor: at a fixed level, whatever loop is innermost, each tensor
+        that depends on it and whose reloads that level decides (its lowest
+        level with a loop it depends on) is reloaded at every iteration of that
+        level and the ones above. The least such extra over the level's looping
+        dims, summed over the fixed levels (their orders are independent).
+        Level 0 is left out when the template adds loops inside its order."""
+        F = self.tiles[self.n - 1].shape[0]
+        extra = np.zeros(F)
+        pairs = []
+        for role in tensor_roles(self.frame.layer):
+            rel = RELEVANT_MASK[role.kind]
+            path = self.hw.holders(role.kind) + (self.n,)
+            for c, p in zip(path, path[1:], strict=False):
+                if c < self.first:
+                    continue
+                decides = np.full(F, -1)
+                for lvl in range(self.n - 1, c - 1, -1):  # the lowest level with a loop the tensor depends on
+                    decides = np.where(np.any(rel & (self._looping(lvl) > 1), axis=1), lvl, decides)
+                if np.any(decides >= 0):
+                    pairs.append((role, c, p, decides, _pair_energy(self, role, c, p)))
+        for lvl in range(self.first, self.n):
+            if lvl == 0 and np.any(self.inner > 1):
+                continue
+            looping = self._looping(lvl) > 1
+            least = np.full(F, np.inf)
+            known: dict[tuple[int, int], np.ndarray] = {}  # (pair, dim or -1 where no window slides): extra
+            for d in range(len(DIMS)):
+                if not looping[:, d].any():
+                    continue
+                more = np.zeros(F)
+                for i, (role, c, p, decides, plain) in enumerate(pairs):
+                    mine = decides == lvl
+                    if not RELEVANT_MASK[role.kind][d] or not mine.any():
+                        continue
+                    key = (i, d if role.kind == Kind.IFM and WINDOW_AXIS[d] >= 0 else -1)
+                    if key not in known:
+                        self._regime = (c, lvl, d)
+                        try:
+                            reloaded = _pair_energy(self, role, c, p)
+                        finally:
+                            self._regime = None
+                        known[key] = np.where(mine, np.maximum(reloaded - plain, 0.0), 0.0)
+                    more = more + known[key]
+                least = np.where(looping[:, d], np.minimum(least, more), least)
+            extra = extra + np.where(np.isfinite(least), least, 0.0)
+        return extra
 
 
 def _moved(kind: Kind, block: np.ndarray, above: np.ndarray, step: np.ndarray, layer: Layer) -> np.ndarray:

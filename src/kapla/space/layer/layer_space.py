@@ -169,12 +169,24 @@ class LayerSpace:
         """The least ``(objective, energy)`` key a scheme of frame ``frame`` can have."""
         return self.bound(frame).key(self.objective)
 
-    def partial_keys(self, frame: int, top: Sequence[np.ndarray], left: np.ndarray) -> np.ndarray:
+    def partial_keys(self, frame: int, top: Sequence[np.ndarray], left: np.ndarray,
+                     cutoff: tuple[float, float] | None = None) -> np.ndarray:
         """``(F, 2)`` the least ``(objective, energy)`` key of any completion of each
         partial blocking of frame ``frame``: ``top`` the loop counts of its
         outermost levels (innermost of them first), ``left`` what the unit and
-        the levels below still cover (:func:`~kapla.space.layer.bound.partial_bounds`)."""
-        energy, elapsed = partial_bounds(self.frames[frame], hardware(self.problem.arch), self.problem.fed, top, left)
+        the levels below still cover (:func:`~kapla.space.layer.bound.partial_bounds`).
+        With a ``cutoff``, keys not below it may be the weaker bound without
+        loop orders (enough to tell they are not below it)."""
+        hw, fed, f = hardware(self.problem.arch), self.problem.fed, self.frames[frame]
+        if cutoff is None:
+            return self._keys(*partial_bounds(f, hw, fed, top, left))
+        keys = self._keys(*partial_bounds(f, hw, fed, top, left, orders=False))
+        below = np.flatnonzero(key_below(keys, cutoff))
+        if len(below):
+            keys[below] = self._keys(*partial_bounds(f, hw, fed, [t[below] for t in top], left[below]))
+        return keys
+
+    def _keys(self, energy: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         return np.stack([np.asarray(self.objective.of(energy, elapsed), dtype=float), energy], axis=1)
 
     # ------------------------------------------------------------ costs
@@ -194,4 +206,9 @@ class LayerSpace:
         return Found((float(value[i]), float(costs.total[i])), scheme)
 
 
-__all__ = ["CHUNK", "Found", "LayerSpace"]
+def key_below(keys: np.ndarray, cutoff: tuple[float, float]) -> np.ndarray:
+    """``(F,)`` which ``(objective, energy)`` rows of ``keys`` come before ``cutoff``."""
+    return (keys[:, 0] < cutoff[0]) | ((keys[:, 0] == cutoff[0]) & (keys[:, 1] < cutoff[1]))
+
+
+__all__ = ["CHUNK", "Found", "LayerSpace", "key_below"]

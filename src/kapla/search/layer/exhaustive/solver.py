@@ -43,7 +43,7 @@ from kapla.search.base import IntraResult, IntraSolver
 from kapla.space.layer.bound import SLACK
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.frames import CHUNK, Blockings, FrameEvaluator, split_rows
-from kapla.space.layer.layer_space import Found, LayerSpace
+from kapla.space.layer.layer_space import Found, LayerSpace, key_below
 from kapla.space.layer.skeletons import class_table, looping_mask, order_counts, order_product, orders_of
 from kapla.space.problem import Problem
 
@@ -159,10 +159,11 @@ class _Search:
         top, left = [t[ok] for t in top], left[ok]
         if not len(left):
             return
-        keys = self.space.partial_keys(f, top, left)
+        cutoff = self.best.key if self.best is not None else None
+        keys = self.space.partial_keys(f, top, left, cutoff)
         order = np.lexsort((keys[:, 1], keys[:, 0]))
-        if self.prune and self.best is not None:
-            order = order[[tuple(keys[i]) < self.best.key for i in order]]
+        if cutoff is not None:
+            order = order[key_below(keys[order], cutoff)]
         top, left, keys = [t[order] for t in top], left[order], keys[order]
         if level == 0:
             self._cost(f, ev, (left, tuple(top)), keys)
@@ -253,7 +254,7 @@ class _Search:
                 value = np.asarray(self.space.objective.of(energy, compute * (1 - SLACK)), dtype=float)
                 rest = np.flatnonzero(~exact)
                 if self.best is not None:
-                    rest = rest[[(value[i], energy[i]) < self.best.key for i in rest]]
+                    rest = rest[key_below(np.stack([value[rest], energy[rest]], axis=1), self.best.key)]
                 self._every_order(f, b, m_part, n_part, rest)
             start = stop
 
