@@ -99,7 +99,7 @@ def partial_bounds(frame: Frame, hw: Hardware, feed: Feed | None, top: Sequence[
 def _least_cost(view: _FrameView, orders: bool = True):
     """Energy and time no valid scheme the view covers goes below (floats or arrays)."""
     hw = view.hw
-    energy = view.ops * hw.mac
+    energy: float | np.ndarray = view.ops * hw.mac
     dram_bits = 0.0
     for role in tensor_roles(view.frame.layer):
         energy = energy + _datapath(view, role)

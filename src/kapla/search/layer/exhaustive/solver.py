@@ -12,11 +12,13 @@ cannot win:
 * inside a frame, **blockings grow top down**: the outermost level's loop
   counts first, then the next level's, down to the register block. A partial
   blocking whose blocks overflow a buffer is dropped; the others are bounded
-  with their fixed levels' reloads counted
-  (:func:`kapla.space.layer.bound.partial_bounds`), visited least bound first
-  and cut off once their bound reaches the best scheme found;
+  with their fixed levels' reloads counted, first as if each tensor had its
+  best order, then, for what that leaves, with what one order serving every
+  tensor adds (:func:`kapla.space.layer.bound.partial_bounds`), visited least
+  bound first and cut off once their bound reaches the best scheme found;
 * **loop orders** are only tried for complete factor combinations whose
-  bound (the least cost over all their orders) can still win.
+  bound can still win, each level's best order found with the others fixed
+  (:meth:`_Search._cost`).
 
 Results are cached by (layer shape, batch, hardware, objective, feed), so
 repeated layers are solved once.
