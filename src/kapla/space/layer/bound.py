@@ -29,6 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -394,6 +395,7 @@ class _PartialView(_FrameView):
         self.fixed = counts  # per level its loop counts (None: still open)
         self._regime: tuple[int, int, int] | None = None  # (child, level, dim): see :meth:`conflicts`
         self._words: dict[tuple, np.ndarray] = {}
+        self._memo: dict[tuple, Any] = {}  # blocks and what is read of them, by block (they live as long)
         # what a level's loops move per iteration: ``left`` (unit and lower counts) grown by the fixed levels
         self.tiles: dict[int, np.ndarray] = {}
         self.above: dict[int, np.ndarray] = {}
@@ -426,16 +428,36 @@ class _PartialView(_FrameView):
         c = level if child is None else child
         if c not in self.tiles:
             return super().each_once(level, role, child)
-        block = self.tiles[c]
-        for i in range(c, level):
-            block = block * self.stacks[i]
-        block = np.minimum(block, self.full)
+        block = self._block(c, level)
         if self._regime is not None and self._regime[0] == c:
             words = self._reloaded(role.kind, block, self._regime[1], self._regime[2])
         else:
             # every loop above the blocks advances by at least its own level's stack of them
-            words = _moved(role.kind, block, self.above[c], self.tiles[c] * self.stacks[c], self.frame.layer)
+            words = _moved(role.kind, block, self.above[c], self.tiles[c] * self.stacks[c], self.frame.layer,
+                           self._footprint(block, role.kind), self._extents(block))
         return self.units(level) * words * role.copies
+
+    def _block(self, c: int, level: int) -> np.ndarray:
+        """The blocks of level ``c`` one unit of ``level`` holds, clipped to the layer."""
+        key = ("block", c, level)
+        if key not in self._memo:
+            block = self.tiles[c]
+            for i in range(c, level):
+                block = block * self.stacks[i]
+            self._memo[key] = np.minimum(block, self.full)
+        return self._memo[key]
+
+    def _footprint(self, block: np.ndarray, kind: Kind) -> np.ndarray:
+        key = ("fp", id(block), kind)
+        if key not in self._memo:
+            self._memo[key] = footprints(block, self.frame.layer, (kind,))[kind].astype(float)
+        return self._memo[key]
+
+    def _extents(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = ("extents", id(block))
+        if key not in self._memo:
+            self._memo[key] = ifm_extents(block, self.frame.layer)
+        return self._memo[key]
 
     def _looping(self, level: int) -> np.ndarray:
         """``(F, 8)`` the loop counts of fixed ``level`` (level 0 with the template's loops)."""
@@ -449,12 +471,15 @@ class _PartialView(_FrameView):
         reloading loop: once per iteration of every loop of that level and above
         (a sliding window: the new rows or columns only)."""
         layer = self.frame.layer
-        every = np.prod(self.above[level], axis=1).astype(float)
-        fp = footprints(block, layer, (kind,))[kind].astype(float)
+        key = ("every", level)
+        if key not in self._memo:
+            self._memo[key] = np.prod(self.above[level], axis=1).astype(float)
+        every = self._memo[key]
+        fp = self._footprint(block, kind)
         axis = int(WINDOW_AXIS[dim])
         if kind != Kind.IFM or axis < 0:
             return fp * every
-        rows, cols = ifm_extents(block, layer)
+        rows, cols = self._extents(block)
         extent = rows if axis == 0 else cols
         whole = whole_input(layer)[axis]
         (sy, sx), (dy, dx) = layer.stride, layer.dilation
@@ -514,16 +539,16 @@ class _PartialView(_FrameView):
         return extra
 
 
-def _moved(kind: Kind, block: np.ndarray, above: np.ndarray, step: np.ndarray, layer: Layer) -> np.ndarray:
-    """``(F,)`` words of ``kind`` the model charges at least for ``block`` under
-    loops of ``above`` counts moving it by at least ``step``: each distinct block
-    once, an input's rows and columns at least as a sliding loop counts them."""
-    fp = footprints(block, layer, (kind,))[kind].astype(float)
-    distinct = np.prod(np.where(RELEVANT_MASK[kind], above, 1), axis=1)
+def _moved(kind: Kind, block: np.ndarray, above: np.ndarray, step: np.ndarray, layer: Layer,
+           fp: np.ndarray, extents: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``(F,)`` words of ``kind`` the model charges at least for ``block`` (its
+    footprint ``fp`` and input ``extents``) under loops of ``above`` counts
+    moving it by at least ``step``: each distinct block once, an input's rows
+    and columns at least as a sliding loop counts them."""
     if kind != Kind.IFM:
-        return fp * distinct
+        return fp * np.prod(np.where(RELEVANT_MASK[kind], above, 1), axis=1)
     col = DIM_INDEX
-    rows, cols = ifm_extents(block, layer)
+    rows, cols = extents
     plain = fp / (rows * cols) * above[:, col["N"]] * above[:, col["G"]] * above[:, col["C"]]
     (sy, sx), (dy, dx) = layer.stride, layer.dilation
     full_rows, full_cols = whole_input(layer)
