@@ -9,15 +9,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kapla.arch import load_arch
+from kapla.dataflow.tensors import DIMS
 from kapla.errors import KaplaError
 from kapla.model import evaluate
 from kapla.model.cost import evaluate_nests
 from kapla.model.nests import from_schemes
 from kapla.search.base import NoSchemeError
-from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver, lower_bound
+from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.layer_space import LayerSpace
 from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
+from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
 
 SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", capacity=4096)
@@ -68,15 +71,19 @@ def test_exhaustive_finds_the_brute_force_optimum(layer, objective):
 
 
 @pytest.mark.parametrize("layer", SMALL_LAYERS, ids=lambda layer: layer.name)
-def test_lower_bound_never_exceeds_a_real_scheme(layer):
-    for skel in skeletons(layer, 4, SMALL_ARCH):
-        bound = lower_bound(skel, SMALL_ARCH, "energy")
-        rest = skel.rest
-        dims = [d for d in BLOCK_DIMS if rest[d] > 1]
-        blocking = Blocking((), (), tuple((d, rest[d]) for d in dims))
-        cost = evaluate(build_scheme(skel, blocking), SMALL_ARCH)
+def test_the_frame_bound_never_exceeds_a_real_scheme(layer):
+    """Every frame's bound stays below its plainest scheme (everything looping at
+    the top), valid or not as it comes (:mod:`tests.space.layer.test_bound`
+    checks every blocking on every kind of hierarchy)."""
+    space = LayerSpace(Problem(layer, 4, SMALL_ARCH))
+    for frame in range(len(space)):
+        rest = space.frames[frame].rest
+        top = {DIMS[j]: n for j, n in enumerate(rest) if n > 1}
+        levels = len(space.frames[frame].spatial)
+        b = space.assignment(frame, {}, [{}] * (levels - 1) + [top])
+        cost = evaluate(space.evaluator(frame).scheme(b, 0), SMALL_ARCH)
         if cost.valid:
-            assert bound <= cost.total_energy * (1 + 1e-12)
+            assert space.bound(frame).energy <= cost.total_energy * (1 + 1e-12)
 
 
 @st.composite

@@ -6,7 +6,7 @@ backward-data and weight-gradient layers) on the three kinds of hardware
 single-node row stationary), a few skeletons and a random sample of their
 blockings are costed both ways and must agree to ``rtol=1e-9``; and the
 best blocking :func:`enumerate_and_cost` finds over the exhaustive solver's
-candidate set must cost what a scalar loop over ``exhaustive._blockings``
+candidate set must cost what a scalar loop over :func:`reference_blockings`
 finds. The same holds under random feeds (a layer inside a segment: input
 forwarded on chip, output kept on chip, weights pinned, a given DRAM
 distance), where the batch evaluator must also give the scalar evaluator's
@@ -27,7 +27,6 @@ from kapla.arch import load_arch
 from kapla.model import evaluate
 from kapla.model.evaluate import ITCN, Feed
 from kapla.model.rules import scheme_buffer_words
-from kapla.search.layer.exhaustive.solver import _blockings
 from kapla.space.layer.batch import (
     active_dims,
     batch_costs,
@@ -35,11 +34,36 @@ from kapla.space.layer.batch import (
     enumerate_blockings,
 )
 from kapla.space.layer.classic_view import skeletons
-from kapla.space.layer.skeletons import build_scheme
+from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, distinct_orders, divisors
 from kapla.workload.layer import Layer
 from kapla.workload.zoo import get_network
 
 RTOL = 1e-9
+
+
+def reference_blockings(skel, arch):
+    """Every blocking of ``skel`` that fits both buffers, one per class of
+    equivalent loop orders, one scheme at a time (what the batch enumeration
+    must cover; the walk the exhaustive solver used on the classic hierarchy)."""
+    rest = skel.rest
+    dims = [d for d in BLOCK_DIMS if rest[d] > 1]
+    regf_cap = arch.levels[0].capacity // arch.word_bytes
+    gbuf_cap = arch.levels[1].capacity // arch.word_bytes
+    for unit in itertools.product(*(divisors(rest[d]) for d in dims)):
+        u = dict(zip(dims, unit, strict=True))
+        probe = build_scheme(skel, Blocking(tuple(u.items()), (), tuple((d, rest[d] // u[d]) for d in dims)))
+        if scheme_buffer_words(probe, arch, 0) > regf_cap:
+            continue
+        for mid in itertools.product(*(divisors(rest[d] // u[d]) for d in dims)):
+            a = dict(zip(dims, mid, strict=True))
+            top = {d: rest[d] // (u[d] * a[d]) for d in dims}
+            first = build_scheme(skel, Blocking(tuple(u.items()), tuple(a.items()), tuple(top.items())))
+            if scheme_buffer_words(first, arch, 1) > gbuf_cap:
+                continue
+            for o1 in distinct_orders(skel.layer, tuple(d for d in dims if a[d] > 1)):
+                for o2 in distinct_orders(skel.layer, tuple(d for d in dims if top[d] > 1)):
+                    yield build_scheme(skel, Blocking(tuple(u.items()), tuple((d, a[d]) for d in o1),
+                                                      tuple((d, top[d]) for d in o2)))
 ARCHS = ("multinode_4x4", "edge", "eyeriss")
 
 
@@ -256,7 +280,7 @@ def test_enumerate_and_cost_finds_the_scalar_optimum(arch_name: str, layer_key: 
     assert skel is not None
     best = None
     scalar = []
-    for scheme in _blockings(skel, arch):
+    for scheme in reference_blockings(skel, arch):
         value = evaluate(scheme, arch, check=False).objective(objective)
         scalar.append(scheme)
         if best is None or value < best[0]:

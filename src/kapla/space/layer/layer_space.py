@@ -28,7 +28,9 @@ import numpy as np
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.cost import Costs
+from kapla.model.hardware import hardware
 from kapla.model.objective import Objective, objective_of
+from kapla.space.layer.bound import Bound, frame_bound, partial_bounds
 from kapla.space.layer.frames import CHUNK, Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
 from kapla.space.layer.skeletons import class_table, looping_mask, order_counts, order_product
 from kapla.space.problem import Problem
@@ -52,6 +54,7 @@ class LayerSpace:
         self.objective: Objective = objective_of(problem.objective)
         self.frames: tuple[Frame, ...] = tuple(frames(problem.layer, problem.batch, problem.arch))
         self._evaluators: dict[int, FrameEvaluator] = {}
+        self._bounds: dict[int, Bound] = {}
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -152,6 +155,40 @@ class LayerSpace:
             perms.append(np.array([named + [j for j in range(len(DIMS)) if j not in named]], dtype=np.int64))
         return Blockings(u, cs, np.zeros(1, dtype=np.int64), tuple(perms))
 
+    # ------------------------------------------------------------ bounds
+
+    def bound(self, frame: int) -> Bound:
+        """Least energy and time of any valid scheme of frame ``frame`` under the
+        problem's feed (:func:`~kapla.space.layer.bound.frame_bound`, worked out once)."""
+        b = self._bounds.get(frame)
+        if b is None:
+            b = self._bounds[frame] = frame_bound(self.frames[frame], hardware(self.problem.arch), self.problem.fed)
+        return b
+
+    def bound_key(self, frame: int) -> tuple[float, float]:
+        """The least ``(objective, energy)`` key a scheme of frame ``frame`` can have."""
+        return self.bound(frame).key(self.objective)
+
+    def partial_keys(self, frame: int, top: Sequence[np.ndarray], left: np.ndarray,
+                     cutoff: tuple[float, float] | None = None) -> np.ndarray:
+        """``(F, 2)`` the least ``(objective, energy)`` key of any completion of each
+        partial blocking of frame ``frame``: ``top`` the loop counts of its
+        outermost levels (innermost of them first), ``left`` what the unit and
+        the levels below still cover (:func:`~kapla.space.layer.bound.partial_bounds`).
+        With a ``cutoff``, keys not below it may be the weaker bound without
+        loop orders (enough to tell they are not below it)."""
+        hw, fed, f = hardware(self.problem.arch), self.problem.fed, self.frames[frame]
+        if cutoff is None:
+            return self._keys(*partial_bounds(f, hw, fed, top, left))
+        keys = self._keys(*partial_bounds(f, hw, fed, top, left, orders=False))
+        below = np.flatnonzero(key_below(keys, cutoff))
+        if len(below):
+            keys[below] = self._keys(*partial_bounds(f, hw, fed, [t[below] for t in top], left[below]))
+        return keys
+
+    def _keys(self, energy: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+        return np.stack([np.asarray(self.objective.of(energy, elapsed), dtype=float), energy], axis=1)
+
     # ------------------------------------------------------------ costs
 
     def score(self, frame: int, b: Blockings) -> Costs:
@@ -169,4 +206,9 @@ class LayerSpace:
         return Found((float(value[i]), float(costs.total[i])), scheme)
 
 
-__all__ = ["CHUNK", "Found", "LayerSpace"]
+def key_below(keys: np.ndarray, cutoff: tuple[float, float]) -> np.ndarray:
+    """``(F,)`` which ``(objective, energy)`` rows of ``keys`` come before ``cutoff``."""
+    return (keys[:, 0] < cutoff[0]) | ((keys[:, 0] == cutoff[0]) & (keys[:, 1] < cutoff[1]))
+
+
+__all__ = ["CHUNK", "Found", "LayerSpace", "key_below"]

@@ -2,15 +2,14 @@
 
 On small layers every distinct scheme is costed with the scalar evaluator
 under several feeds; the exhaustive solver must return each feed's optimum,
-costed with the feed and valid, its lower bound must stay below every
-valid scheme of a skeleton, and a feed no scheme can meet must raise a
-clear error.
+costed with the feed and valid, the frame bound it prunes by must stay
+below every valid scheme of a frame, and a feed no scheme can meet must
+raise a clear error.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from functools import cache
 
 import pytest
@@ -20,9 +19,11 @@ from kapla.model import evaluate
 from kapla.model.evaluate import FROM_DRAM, Feed
 from kapla.model.validity import check_scheme
 from kapla.search.base import NoSchemeError
-from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver, lower_bound
+from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
 from kapla.space.layer.classic_view import skeletons
+from kapla.space.layer.layer_space import LayerSpace
 from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
+from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
 
 SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", capacity=4096)
@@ -61,13 +62,10 @@ def _schemes(skel):
 @cache
 def brute_force(key: str):
     """Per feed: the least energy and latency of a valid scheme (None if no
-    scheme is valid) and how many schemes break the feed; and per skeleton
-    and feed the least valid energy."""
+    scheme is valid) and how many schemes break the feed."""
     layer, batch = LAYERS[key]
     best = {name: {"energy": None, "latency": None, "rejected": 0} for name in FEEDS}
-    per_skel = []
     for skel in skeletons(layer, batch, SMALL_ARCH):
-        skel_best = {}
         for scheme in _schemes(skel):
             if not check_scheme(scheme, SMALL_ARCH).ok:
                 continue
@@ -80,9 +78,7 @@ def brute_force(key: str):
                     value = cost.objective(objective)
                     if best[name][objective] is None or value < best[name][objective]:
                         best[name][objective] = value
-                skel_best[name] = min(skel_best.get(name, math.inf), cost.total_energy)
-        per_skel.append((skel, skel_best))
-    return best, per_skel
+    return best
 
 
 @pytest.mark.parametrize("feed_name", list(FEEDS))
@@ -90,7 +86,7 @@ def brute_force(key: str):
 def test_exhaustive_finds_the_brute_force_optimum_under_a_feed(key: str, feed_name: str):
     layer, batch = LAYERS[key]
     feed = FEEDS[feed_name]
-    best, _ = brute_force(key)
+    best = brute_force(key)
     for objective in ("energy", "latency"):
         expected = best[feed_name][objective]
         if expected is None:
@@ -108,7 +104,7 @@ def test_the_feeds_are_not_all_trivial():
     optimum, and some schemes of these layers break each feed."""
     rejected = dict.fromkeys(FEEDS, 0)
     for key in LAYERS:
-        best, _ = brute_force(key)
+        best = brute_force(key)
         for name in FEEDS:
             rejected[name] += best[name]["rejected"]
             if name != "from_dram":
@@ -118,12 +114,18 @@ def test_the_feeds_are_not_all_trivial():
 
 
 @pytest.mark.parametrize("key", list(LAYERS))
-def test_lower_bound_under_a_feed_never_exceeds_a_valid_scheme(key: str):
-    _, per_skel = brute_force(key)
-    for skel, skel_best in per_skel:
-        for name, energy in skel_best.items():
-            bound = lower_bound(skel, SMALL_ARCH, "energy", FEEDS[name])
-            assert bound <= energy * (1 + 1e-12), (key, name, skel.describe())
+def test_the_frame_bound_under_a_feed_never_exceeds_a_valid_scheme(key: str):
+    layer, batch = LAYERS[key]
+    for name, feed in FEEDS.items():
+        space = LayerSpace(Problem(layer, batch, SMALL_ARCH, "energy", feed))
+        for frame in range(len(space)):
+            bound = space.bound(frame)
+            for b in space.blockings(frame):
+                costs = space.score(frame, b)
+                ok = costs.valid
+                if ok.any():
+                    assert bound.energy <= costs.total[ok].min() * (1 + 1e-12), (key, name, frame)
+                    assert bound.time <= costs.time[ok].min() * (1 + 1e-12), (key, name, frame)
 
 
 def test_forwarding_the_input_costs_no_more_dram_energy():
