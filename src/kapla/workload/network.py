@@ -19,7 +19,7 @@ from functools import cached_property
 import networkx as nx
 
 from kapla.errors import NetworkError
-from kapla.workload.layer import FmapShape, Layer, Merge, Op, Phase, Port
+from kapla.workload.layer import FmapShape, Layer, Merge, Op, Operand, Phase, Port
 from kapla.workload.limits import MAX_MACS, MAX_SIZE
 
 
@@ -47,7 +47,9 @@ class Network:
     layers: tuple[Layer, ...]
     edges: tuple[Edge, ...]
     kept: frozenset[str] = frozenset()
-    """Producers whose outputs must also be written to DRAM (kept for the backward pass)."""
+    """Producers whose outputs must also be written to DRAM: kept for the backward
+    pass, or read as a matmul's second operand (port ``b``), which the cost model
+    fetches from DRAM like weights; the network adds the latter itself."""
     training: bool = False
     _by_name: dict[str, Layer] = field(init=False, repr=False, compare=False)
 
@@ -55,7 +57,9 @@ class Network:
         object.__setattr__(self, "inputs", dict(self.inputs))
         object.__setattr__(self, "layers", tuple(self.layers))
         object.__setattr__(self, "edges", tuple(self.edges))
-        object.__setattr__(self, "kept", frozenset(self.kept))
+        layer_names = {layer.name for layer in self.layers}
+        operands = {e.src for e in self.edges if e.port == "b" and e.src in layer_names}
+        object.__setattr__(self, "kept", frozenset(self.kept) | operands)
         _validate(self)
         object.__setattr__(self, "_by_name", {layer.name: layer for layer in self.layers})
 
@@ -238,6 +242,16 @@ def _check_port(layer: Layer, port: Port, delivered: Sequence[tuple[str, FmapSha
     want = port.shape
     srcs = [s for s, _ in delivered]
     label = f"layer '{layer.name}'" + (f" port '{port.name}'" if port.name != "in" else "")
+    if port.any_layout:
+        groups = [[d] for d in delivered] if port.merge == Merge.EACH else [list(delivered)]
+        for group in groups:
+            got_elems = sum(s.elems for _, s in group)
+            if got_elems != want.elems:
+                shapes = ", ".join(f"'{s}' {shape}" for s, shape in group)
+                raise NetworkError(f"{label}: {'inputs' if len(group) > 1 else 'input'} {shapes} "
+                                   f"{'hold' if len(group) > 1 else 'holds'} {got_elems:,} elements but "
+                                   f"{want} ({want.elems:,}) are expected")
+        return
     if port.merge == Merge.EACH:
         for src, got in delivered:
             if got != want:
@@ -347,6 +361,37 @@ class NetworkBuilder:
         shape = shapes[0]
         layer = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode=mode, n_inputs=len(srcs))
         return self._add(layer, srcs)
+
+    def matmul(self, name: str, inputs: str | Iterable[str], out: int, operand: str | Iterable[str] | None = None,
+               heads: int = 1, inner: int | None = None, rows: int | None = None) -> str:
+        """A matrix product ``[heads, rows, inner] x [heads, inner, out]`` per sample.
+
+        ``inputs`` produce the left operand; ``operand`` the right one when it
+        is an fmap (Q x K^T, scores x V), else it is a weight (a projection).
+        ``inner`` defaults to the inputs' channels over ``heads``, ``rows`` to
+        their rows x columns (the tokens); both may regroup the inputs (a
+        reshape or transpose between them: only element counts must agree),
+        as grouped-query attention does with ``heads`` = K/V heads and
+        ``rows`` = query heads per K/V head x tokens.
+        """
+        srcs = _names(inputs)
+        if not srcs:
+            raise NetworkError(f"layer '{name}': has no inputs")
+        shapes = [self.shape_of(s) for s in srcs]
+        first = shapes[0]
+        if all((sh.h, sh.w) == (first.h, first.w) for sh in shapes):
+            channels, tokens = sum(sh.c for sh in shapes), first.h * first.w
+        else:
+            channels, tokens = sum(sh.elems for sh in shapes), 1
+        if inner is None:
+            if channels % heads:
+                raise NetworkError(f"layer '{name}': {channels} input channels do not split into {heads} heads")
+            inner = channels // heads
+        rows = tokens if rows is None else rows
+        kind = Operand.WEIGHT if operand is None else Operand.FMAP
+        layer = Layer(name, Op.MATMUL, heads * inner, heads * out, rows, 1, groups=heads, operand=kind)
+        edges = [Edge(s, name) for s in srcs] + [Edge(s, name, "b") for s in _names(operand or ())]
+        return self.add_layer(layer, edges)
 
     def add_layer(self, layer: Layer, edges: Iterable[Edge]) -> str:
         """Add a fully specified layer with explicit edges (checked on build)."""

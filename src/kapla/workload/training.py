@@ -10,8 +10,16 @@ gradient of its output (``dY``) from its consumers and produces:
   needs the gradient of the network's inputs.
 * POOL: ``<name>.bwd`` (max pooling also reads ``X`` to find the arg-max).
 * ELTWISE add: nothing; its ``dY`` flows straight to every operand.
-* ELTWISE mul/unary: one ``<name>.bwd<i>`` per operand that needs a gradient,
-  reading ``dY`` and the other operand(s) (the input itself for unary ops).
+* ELTWISE mul/unary and the vector modes (softmax, norms, activations...):
+  one ``<name>.bwd<i>`` per operand that needs a gradient, reading ``dY``
+  and the other operand(s) (the input itself for a one-operand mode), doing
+  the mode's backward operations per element.
+* MATMUL ``C = A x B``: the backward of a matrix product is two matrix
+  products. ``<name>.bwd`` computes ``dA = dY x B^T`` (reading B, the
+  weights or the fmap operand) and ``<name>.wgrad`` computes
+  ``dB = A^T x dY``: the weight gradient of a projection, or, when B is an
+  fmap (Q x K^T, scores x V), the gradient its producer receives. Each has
+  the forward MACs.
 
 A layer whose output feeds several consumers sums their contributions in an
 element-wise ``<name>.gradsum`` layer; a concatenation is undone by channel
@@ -28,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kapla.errors import NetworkError
-from kapla.workload.layer import Layer, Op, Phase
+from kapla.workload.layer import FmapShape, Layer, Op, Phase
 from kapla.workload.network import Edge, Network
 
 
@@ -50,7 +58,7 @@ def training_network(net: Network) -> Network:
     inputs = dict(net.inputs)
     layers: list[Layer] = list(net.layers)
     edges: list[Edge] = list(net.edges)
-    kept: set[str] = set()
+    kept: set[str] = set(net.kept)
     grads: dict[str, list[_Grad]] = {layer.name: [] for layer in net.layers}
 
     def add(layer: Layer, new_edges: list[Edge]) -> str:
@@ -58,11 +66,12 @@ def training_network(net: Network) -> Network:
         edges.extend(new_edges)
         return layer.name
 
-    def forward_inputs(layer: Layer, port: str, skip: int | None = None) -> list[Edge]:
-        """The forward in-edges of ``layer`` re-targeted at a backward layer's port."""
+    def forward_inputs(layer: Layer, port: str, skip: int | None = None, of: str | None = None) -> list[Edge]:
+        """The forward in-edges of ``layer`` (into its port ``of``, or all)
+        re-targeted at a backward layer's port."""
         out = []
         for i, e in enumerate(net.in_edges(layer.name)):
-            if i == skip:
+            if i == skip or (of is not None and e.port != of):
                 continue
             out.append(Edge(e.src, "", port, e.channels))
             if e.src not in net.inputs:
@@ -76,6 +85,22 @@ def training_network(net: Network) -> Network:
         dy = _output_gradient(layer, grads[layer.name], inputs, add)
         in_edges = net.in_edges(layer.name)
         needs = [e.src not in net.inputs for e in in_edges]
+
+        if layer.op == Op.MATMUL:
+            a_edges = tuple(e for e in in_edges if e.port == "in")
+            b_edges = tuple(e for e in in_edges if e.port == "b")
+            if layer.has_weights or any(e.src not in net.inputs for e in b_edges):
+                name = f"{layer.name}.wgrad"
+                add(layer.with_phase(Phase.WGRAD, name),
+                    retarget(forward_inputs(layer, "x", of="in"), name) + [dy.edge(name, "dy")])
+                if b_edges:
+                    _split_edges(net, b_edges, layer.operand_shape, name, grads)
+            if any(e.src not in net.inputs for e in a_edges):
+                name = f"{layer.name}.bwd"
+                add(layer.with_phase(Phase.BWD_DATA, name),
+                    [dy.edge(name, "dy")] + retarget(forward_inputs(layer, "b", of="b"), name))
+                _split_edges(net, a_edges, layer.ifmap, name, grads)
+            continue
 
         if layer.op == Op.ELTWISE and layer.mode == "add":
             for e, need in zip(in_edges, needs, strict=True):
@@ -127,7 +152,13 @@ def _output_gradient(layer: Layer, parts: list[_Grad], inputs: dict, add) -> _Gr
 
 def _split_gradient(net: Network, layer: Layer, bwd: str, grads: dict[str, list[_Grad]]) -> None:
     """Hand each layer producer its part of ``dX``, undoing a channel concatenation."""
-    in_edges = net.in_edges(layer.name)
+    _split_edges(net, net.in_edges(layer.name), layer.ifmap, bwd, grads)
+
+
+def _split_edges(net: Network, in_edges: tuple[Edge, ...], shape: FmapShape, bwd: str,
+                 grads: dict[str, list[_Grad]]) -> None:
+    """Hand the producer of each of ``in_edges`` its part of the gradient
+    ``bwd`` writes (of ``shape``), undoing a channel concatenation."""
     if len(in_edges) == 1:
         e = in_edges[0]
         if e.src not in net.inputs:
@@ -135,13 +166,13 @@ def _split_gradient(net: Network, layer: Layer, bwd: str, grads: dict[str, list[
         return
     offset = 0
     for e in in_edges:
-        shape = net.output_shape(e.src)
-        assert shape is not None, e.src  # a producer of a forward layer outputs an fmap
-        width = (e.channels[1] - e.channels[0]) if e.channels else shape.c
-        if (shape.h, shape.w) != (layer.h, layer.w):
+        src_shape = net.output_shape(e.src)
+        assert src_shape is not None, e.src  # a producer of a forward layer outputs an fmap
+        width = (e.channels[1] - e.channels[0]) if e.channels else src_shape.c
+        if (src_shape.h, src_shape.w) != (shape.h, shape.w):
             # A flattening FC over several inputs: the split is in elements, which
             # a channel slice of the 1x1 gradient cannot express; keep it whole.
-            width = shape.elems
+            width = src_shape.elems
         if e.src not in net.inputs:
             grads[e.src].append(_Grad(bwd, (offset, offset + width)))
         offset += width

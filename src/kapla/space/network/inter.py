@@ -132,7 +132,8 @@ def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | 
     levels = list(scheme.levels)
     if groups > 1:
         top = levels[-1]
-        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
+        dim = "G" if layer.folds_batch else "N"  # a matmul of two fmaps runs its samples as groups
+        levels[-1] = LevelScheme(top.level, top.stacks, (Loop(dim, groups),) + top.updates, top.shr, top.bypass)
     return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
 
 
