@@ -28,13 +28,16 @@ class Edge:
     """Data flowing from ``src`` (a layer or network input) into ``dst``'s ``port``.
 
     ``channels`` selects a channel range ``[lo, hi)`` of the producer's output
-    (the backward pass splits a concatenated gradient this way); None means all.
+    (the backward pass splits a concatenated gradient this way; a split of a
+    fused projection takes its parts); ``rows`` a range of its rows (tokens:
+    a class token, the last token); None means all.
     """
 
     src: str
     dst: str
     port: str = "in"
     channels: tuple[int, int] | None = None
+    rows: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class Network:
         for layer in self.layers:
             g.add_node(layer.name, input=False)
         for e in self.edges:
-            g.add_edge(e.src, e.dst, port=e.port, channels=e.channels)
+            g.add_edge(e.src, e.dst, port=e.port, channels=e.channels, rows=e.rows)
         return g
 
     def in_edges(self, name: str) -> tuple[Edge, ...]:
@@ -229,13 +232,18 @@ def _check_acyclic(net: Network, layers: Mapping[str, Layer]) -> None:
 
 
 def _slice(shape: FmapShape, e: Edge, consumer: str) -> FmapShape:
-    if e.channels is None:
-        return shape
-    lo, hi = e.channels
-    if not 0 <= lo < hi <= shape.c:
-        raise NetworkError(
-            f"layer '{consumer}': channel range [{lo}, {hi}) of '{e.src}' is outside its {shape.c} channels")
-    return FmapShape(hi - lo, shape.h, shape.w)
+    if e.channels is not None:
+        lo, hi = e.channels
+        if not 0 <= lo < hi <= shape.c:
+            raise NetworkError(
+                f"layer '{consumer}': channel range [{lo}, {hi}) of '{e.src}' is outside its {shape.c} channels")
+        shape = FmapShape(hi - lo, shape.h, shape.w)
+    if e.rows is not None:
+        lo, hi = e.rows
+        if not 0 <= lo < hi <= shape.h:
+            raise NetworkError(f"layer '{consumer}': row range [{lo}, {hi}) of '{e.src}' is outside its {shape.h} rows")
+        shape = FmapShape(shape.c, hi - lo, shape.w)
+    return shape
 
 
 def _check_port(layer: Layer, port: Port, delivered: Sequence[tuple[str, FmapShape]]) -> None:
