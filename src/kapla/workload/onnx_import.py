@@ -12,8 +12,11 @@ has many more operators, so the importer walks the graph once, in its
   (weights, biases, reshape targets, ``Shape`` arithmetic). Constants cost
   nothing per sample, so they never become layers;
 * a *side input*: what is computed from non-feature graph inputs only
-  (integer attention masks, position ids, token ids): per-sample metadata
-  that broadcasts into a layer (a mask added to the scores) but is no fmap;
+  (integer attention masks, position ids, token ids, and what constant
+  tables they look up): per-sample data that broadcasts into a layer (a
+  mask added to the scores, rotary cos/sin) but is no fmap. One read where
+  a layer needs a feature map (token embeddings looked up by ids) is a
+  network input: its rows come from DRAM with the sample;
 * *pending element-wise work* on one feature map (:class:`_Pending`), or a
   *row statistic* of it (:class:`_Stat`, a ``ReduceMean``): the nodes of a
   decomposed LayerNorm, RMSNorm, GELU (``Erf`` form), SiLU or rotary
@@ -38,9 +41,8 @@ the other leading axes are heads, broadcasting B's heads over A's), by
 weights when B is a constant, of two fmaps otherwise (Q x K^T, scores x
 V: no weights); ``Gemm`` and a rank-2 ``MatMul`` by weights are FC layers.
 Graph inputs of integer type (attention masks, ids) are side inputs; an
-embedding lookup (``Gather`` of a constant table by ids) is a network input
-(the rows read from DRAM), as is a constant concatenated to an fmap (ViT's
-class token). Symbolic dims are bound before ONNX shape inference: the first
+embedding lookup read as a feature map is a network input, as is a constant
+concatenated to an fmap (ViT's class token). Symbolic dims are bound before ONNX shape inference: the first
 axis of every graph input by the batch, every other by ``seq``.
 
 Every CONV/POOL layer the importer creates is checked against the shape ONNX
@@ -398,7 +400,7 @@ class _Importer:
             self.consts.update(o for o in node.proto.output if o)
             self._keep_value(node)
             return
-        if all(t in self.consts or t in self.sides for t in used) and not _is_lookup(self, node):
+        if all(t in self.consts or t in self.sides for t in used):
             self.sides.update(o for o in node.proto.output if o)
             return
         handler = _HANDLERS.get(node.op) if node.proto.domain in _DEFAULT_DOMAINS else None
@@ -458,7 +460,7 @@ class _Importer:
             raise self.fail(node, f"input '{tensor}' is a row statistic (a {'/'.join(self.stats[tensor].ops)}); "
                                   "kapla reads it only inside a norm")
         if tensor in self.sides:
-            raise self.fail(node, f"input '{tensor}' comes from the model's ids or masks, not a feature map")
+            self._side_input(node, tensor)
         if tensor in self.consts:
             raise self.fail(node, f"input '{tensor}' is a constant where kapla expects a feature map")
         if tensor in self.pending:
@@ -467,6 +469,18 @@ class _Importer:
             raise self.fail(node, f"input '{tensor}' repeats a feature map {self.repeat[tensor]} times "
                                   "(Expand); kapla reads such a tensor only as a matrix product's operand")
         return self.fmaps[tensor]
+
+    def _side_input(self, node: _Node, tensor: str) -> None:
+        """A side input read as a feature map (embeddings looked up by token
+        ids): a network input, the rows read from DRAM with each sample."""
+        dims = self.dims.get(tensor)
+        shape = _as_tokens(dims) or _as_fmap(dims)
+        if shape is None:
+            raise self.fail(node, f"input '{tensor}' comes from the model's ids or masks (shape {_show(dims)}), "
+                                  "not a feature map")
+        self.sides.discard(tensor)
+        self.builder.input(tensor, shape.c, shape.h, shape.w)
+        self.fmaps[tensor] = (_Part(tensor),)
 
     def kind(self, tensor: str) -> str:
         for name, table in (("const", self.consts), ("side", self.sides), ("pending", self.pending),
@@ -501,7 +515,11 @@ class _Importer:
         return None if dims is None else dims[1:]
 
     def known_dims(self, node: _Node, tensor: str) -> tuple[int, ...]:
+        """The ONNX shape of ``tensor``, its batch axis the model's batch if
+        shape inference lost it (a mask sliced by a computed length)."""
         dims = self.dims.get(tensor)
+        if dims:
+            dims = (dims[0] or self.sample, *dims[1:])
         if dims is None or any(d is None for d in dims):
             raise self.fail(node, f"the shape of '{tensor}' is unknown ({_show(dims)}); bind symbolic dims "
                                   "with --batch and --seq", NetworkError)
@@ -612,11 +630,6 @@ class _Importer:
         parts = self.parts(node, node.inputs[i])
         self._vector(node.name, self.vector_shape(parts), mode, parts)
         self.fmaps[node.out] = (_Part(node.name),)
-
-
-def _is_lookup(imp: _Importer, node: _Node) -> bool:
-    """An embedding lookup: a constant table gathered by ids."""
-    return node.op == "Gather" and node.inputs[0] in imp.consts and node.inputs[1] in imp.sides
 
 
 def _show(dims: Dims | Sequence[int] | None) -> str:
@@ -1009,15 +1022,6 @@ def _slice(imp: _Importer, node: _Node) -> None:
 
 
 def _gather(imp: _Importer, node: _Node) -> None:
-    if _is_lookup(imp, node):  # an embedding: the rows read from DRAM are the network's input
-        dims = imp.dims.get(node.out)
-        shape = _as_tokens(dims) or _as_fmap(dims)
-        if shape is None:
-            raise imp.fail(node, f"the embedding's shape {_show(dims)} is unknown; bind symbolic dims with "
-                                 "--batch and --seq", NetworkError)
-        imp.builder.input(node.name, shape.c, shape.h, shape.w)
-        imp.fmaps[node.out] = (_Part(node.name),)
-        return
     index = _const_value(imp, node, 1, "indices")
     if index is None or not index or index != list(range(index[0], index[0] + len(index))):
         raise imp.fail(node, "gathers a feature map by indices that are no constant contiguous range")
