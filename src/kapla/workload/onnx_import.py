@@ -75,6 +75,11 @@ from kapla.workload.network import Edge, Network, NetworkBuilder
 Dims = tuple[int | None, ...]  # an ONNX tensor shape; None marks a symbolic or unknown dim
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_UNCOSTED = ("Loop", "If", "Scan")  # control flow: work kapla cannot count without running the model
+
+#: Ops that compute on a feature map: a side input they read is data (looked-up embeddings), not metadata.
+_WORK_OPS = frozenset({"MatMul", "Gemm", "Conv", "Softmax", "LayerNormalization", "RMSNormalization", "Gelu",
+                       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
 
 #: ONNX element types of feature maps; every other graph input (ids, masks) is a side input.
 _FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
@@ -115,6 +120,12 @@ def _read_model(path: Path, batch: int | None = None, seq: int | None = None) ->
     # Arbitrary bytes occasionally parse as a protobuf message with no graph.
     if not model.HasField("graph") or not model.graph.node:
         raise SpecError(f"{path}: not a valid ONNX model (it has no graph nodes)")
+    for index, proto in enumerate(model.graph.node):  # before shape inference, which may choke on them
+        if proto.op_type in _UNCOSTED or proto.domain not in _DEFAULT_DOMAINS:
+            op = proto.op_type if proto.domain in _DEFAULT_DOMAINS else f"{proto.domain}.{proto.op_type}"
+            label = f"node '{proto.name}' (op {op})" if proto.name else f"node #{index} (op {op})"
+            raise UnsupportedOpError(f"{path}: {label} is not supported; kapla cannot cost control flow or "
+                                     "custom-domain ops")
     _bind_dims(model.graph, batch, seq)
     try:
         return shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
@@ -336,6 +347,7 @@ class _Importer:
         self.fmaps: dict[str, Parts] = {}
         self.pending: dict[str, _Pending] = {}
         self.stats: dict[str, _Stat] = {}
+        self.parent: dict[Parts, Parts] = {}  # a slice's parts -> the parts it was cut from
         self.repeat: dict[str, int] = {}  # fmaps that an Expand repeats (K/V heads shared by query heads)
         self.made: dict[str, str] = {}  # layer name -> the op it came from (for bias folding)
         self.unusable: dict[str, str] = {}  # graph inputs kapla cannot read -> why
@@ -400,7 +412,7 @@ class _Importer:
             self.consts.update(o for o in node.proto.output if o)
             self._keep_value(node)
             return
-        if all(t in self.consts or t in self.sides for t in used):
+        if all(t in self.consts or t in self.sides for t in used) and node.op not in _WORK_OPS:
             self.sides.update(o for o in node.proto.output if o)
             return
         handler = _HANDLERS.get(node.op) if node.proto.domain in _DEFAULT_DOMAINS else None
@@ -975,6 +987,7 @@ def _cut(imp: _Importer, node: _Node, axis: int, ranges: Sequence[tuple[int, int
             imp.pending[out] = _Pending(parts, cut=True)
         else:
             imp.fmaps[out] = cut
+            imp.parent[cut] = parts
 
 
 def _split(imp: _Importer, node: _Node) -> None:
@@ -1041,9 +1054,9 @@ def _concat(imp: _Importer, node: _Node) -> None:
         axis += rank
     ins = [t for t in node.inputs if t]
     live = [t for t in ins if imp.kind(t) not in ("const", "side")]
-    bases = list(dict.fromkeys(imp.base(t) for t in live))
-    if len(bases) == 1 and len(live) == len(ins) and any(imp.pending.get(t, _Pending(())).cut for t in live):
-        merged = _merge(imp, live, bases[0])
+    whole = _rejoined(imp, live) if len(live) == len(ins) else None
+    if whole is not None:
+        merged = _merge(imp, [t for t in live if t in imp.pending], whole)
         imp.pending[node.out] = replace(merged, sliced=True, cut=False)
         return
     if rank == 4 and axis != 1:
@@ -1062,6 +1075,27 @@ def _concat(imp: _Importer, node: _Node) -> None:
             continue
         parts.extend(imp.parts(node, t))
     imp.fmaps[node.out] = tuple(parts)
+
+
+def _rejoined(imp: _Importer, live: list[str]) -> Parts | None:
+    """The fmap that slices of it (maybe negated, as ``rotate_half`` does)
+    put back together form, or None."""
+    origins = []
+    for t in live:
+        p = imp.pending.get(t)
+        if p is not None and p.cut:
+            origins.append(p.base)
+        elif imp.kind(t) in ("fmap", "pending") and imp.base(t) in imp.parent:
+            origins.append(imp.parent[imp.base(t)])
+        else:
+            return None
+    if len(set(origins)) != 1 or len(live) < 2:
+        return None
+    whole = origins[0]
+    cut = [imp.base(t) for t in live if not (t in imp.pending and imp.pending[t].cut)]
+    if cut and sum(imp.elems(c) for c in cut) * len(live) != imp.elems(whole) * len(cut):
+        return None
+    return whole
 
 
 _FOLDED = (
