@@ -175,3 +175,14 @@ def test_grouped_value_products_read_the_unrepeated_heads_only(tmp_path):
     net = load_onnx(gqa_block(tmp_path, hidden=64, heads=8, kv_heads=1, ffn=32), seq=5)
     assert net["av"].groups == 1 and net["av"].h == 8 * 5  # multi-query attention: one K/V head
     assert np.prod([net["av"].loops[d] for d in "GCK"]) == 5 * 8  # V: one head of 5 tokens x 8
+
+
+def test_an_imported_block_schedules_with_every_vector_layer_costed(tmp_path):
+    import kapla
+    from kapla.model.hardware import MAC
+
+    path = gqa_block(tmp_path, hidden=32, heads=4, kv_heads=2, ffn=48)
+    result = kapla.schedule(str(path), "edge", seq=8, jobs=1)
+    assert result.valid and len(result.layers) == 20
+    for lr in result.layers:
+        assert lr.cost.energy[MAC] > 0 and lr.cost.time > 0

@@ -35,6 +35,8 @@ from kapla.workload.load import load_network
               help="Hardware preset (see `kapla arch list`) or a hardware file.")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")
+@click.option("--seq", type=click.IntRange(min=1), default=None,
+              help="Sequence length binding an ONNX model's symbolic dims (transformers).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
 @click.option("--solver", type=click.Choice(sorted(solver_names())), default="kapla", show_default=True,
               help="A registered solver (`kapla solvers` lists them): kapla: pruned inter-layer search + KAPLA "
@@ -58,7 +60,8 @@ from kapla.workload.load import load_network
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw each layer's energy, stacked by component, to FILE (.png or .svg; needs kapla[plot]).")
 @output_options
-def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
+def schedule_cmd(net: str, arch_name: str, batch: int | None, seq: int | None,
+                 training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
                  budget: float | None, jobs: int | None, directives: bool, plot_path: str | None,
                  report_path: str | None,
@@ -75,7 +78,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     check_output(json_out, "--json")
     check_output(report_path, "--report")
     check_plot_output(plot_path)
-    network = load_network(net, batch=batch, training=training)
+    network = load_network(net, batch=batch, training=training, seq=seq)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),

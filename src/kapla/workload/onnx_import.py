@@ -875,6 +875,7 @@ def _is_bias(imp: _Importer, node: _Node, live: list[str]) -> bool:
 def _reduce(imp: _Importer, node: _Node) -> None:
     """A reduction over each row (the last axis) of an fmap: a statistic of a norm or softmax."""
     t = node.inputs[0]
+    imp.base(t)  # a graph input kapla cannot read is reported as such
     if imp.kind(t) not in ("fmap", "pending"):
         raise imp.fail(node, f"input '{t}' is not a feature map kapla can reduce")
     rank = len(imp.dims.get(t) or ())
