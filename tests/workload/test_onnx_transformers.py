@@ -186,3 +186,20 @@ def test_an_imported_block_schedules_with_every_vector_layer_costed(tmp_path):
     assert result.valid and len(result.layers) == 20
     for lr in result.layers:
         assert lr.cost.energy[MAC] > 0 and lr.cost.time > 0
+
+
+def test_training_of_imported_blocks(tmp_path):
+    gpt2 = load_onnx(gpt2_block(tmp_path, hidden=64, heads=4), seq=8)
+    train = gpt2.to_training()
+    assert train.macs == 3 * gpt2.macs  # every product has both gradients: the block starts with a norm
+    # The gradients of Q, K and V (the Split's thirds) are put back together in channel order.
+    assert [e.src for e in train.in_edges("c_attn.wgrad") if e.port == "dy"] == [
+        "attn_weights.bwd", "attn_weights.wgrad", "attn_output.wgrad"]
+    vit_net = load_onnx(vit(tmp_path, hidden=64, heads=4, ffn=128, patch=16, image=64, classes=10))
+    train = vit_net.to_training()
+    # Only the class token's row reaches the classifier: the other 16 rows' gradient is zero, read from DRAM.
+    assert train.inputs["ln_final.grad1"].elems == 16 * 64
+    assert [(e.src, e.rows) for e in train.in_edges("patch_embed.wgrad") if e.port == "dy"] == [
+        ("pos_embed.bwd", (1, 17))]
+    gqa = load_onnx(gqa_block(tmp_path), seq=6)
+    assert gqa.to_training().macs == 3 * gqa.macs

@@ -286,13 +286,15 @@ class Layer:
         # Element-wise work does not care how its operands are laid out, only
         # that they hold as many elements as it computes.
         flat = self.op == Op.ELTWISE
-        if self.phase == Phase.FWD:  # a one-operand vector layer may read a concatenation
-            merge = Merge.EACH if self.op == Op.ELTWISE and self.n_inputs > 1 else Merge.CONCAT
+        # Operands of an element-wise layer each deliver the whole tensor; a
+        # one-operand (vector) layer may read a concatenation.
+        merge = Merge.EACH if self.op == Op.ELTWISE and self.n_inputs > 1 else Merge.CONCAT
+        if self.phase == Phase.FWD:
             return (Port("in", self.ifmap, merge, flat),)
         if self.phase == Phase.BWD_DATA:
             ports = [Port("dy", self.ofmap, any_layout=flat)]
             if self.backward_reads_input:
-                ports.append(Port("x", self.ifmap, Merge.EACH if self.op == Op.ELTWISE else Merge.CONCAT, flat))
+                ports.append(Port("x", self.ifmap, merge, flat))
             return tuple(ports)
         return (Port("x", self.ifmap), Port("dy", self.ofmap))
 

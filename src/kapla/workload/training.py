@@ -33,7 +33,7 @@ MACs of the CONV/FC layers fed only by network inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kapla.errors import NetworkError
 from kapla.workload.layer import FmapShape, Layer, Op, Phase
@@ -42,13 +42,30 @@ from kapla.workload.network import Edge, Network
 
 @dataclass(frozen=True, slots=True)
 class _Grad:
-    """Where (part of) a gradient comes from: a node and an optional channel slice."""
+    """Where (part of) a gradient comes from: a node and an optional channel
+    slice of its output; ``of``/``of_rows``: the channels or rows of the
+    receiving layer's output it is the gradient of, when its consumer read
+    only those (a split of a fused projection, a class token)."""
 
     src: str
     channels: tuple[int, int] | None = None
+    of: tuple[int, int] | None = None
+    of_rows: tuple[int, int] | None = None
+    rows: tuple[int, int] | None = None  # a row slice of the source's output (a concatenation of tokens)
 
     def edge(self, dst: str, port: str) -> Edge:
-        return Edge(self.src, dst, port, self.channels)
+        return Edge(self.src, dst, port, self.channels, self.rows)
+
+
+def _for(grad: _Grad, e: Edge) -> _Grad:
+    """``grad``, the gradient of what forward edge ``e`` carried, for ``e``'s producer."""
+    if (e.channels or e.rows) and (grad.of or grad.of_rows):
+        raise NetworkError(f"layer '{e.dst}': training through a slice of a slice of '{e.src}' is not supported")
+    return replace(grad, of=e.channels, of_rows=e.rows)
+
+
+def _edges(dy: tuple[_Grad, ...], dst: str) -> list[Edge]:
+    return [g.edge(dst, "dy") for g in dy]
 
 
 def training_network(net: Network) -> Network:
@@ -73,13 +90,13 @@ def training_network(net: Network) -> Network:
         for i, e in enumerate(net.in_edges(layer.name)):
             if i == skip or (of is not None and e.port != of):
                 continue
-            out.append(Edge(e.src, "", port, e.channels))
+            out.append(Edge(e.src, "", port, e.channels, e.rows))
             if e.src not in net.inputs:
                 kept.add(e.src)
         return out
 
     def retarget(es: list[Edge], dst: str) -> list[Edge]:
-        return [Edge(e.src, dst, e.port, e.channels) for e in es]
+        return [Edge(e.src, dst, e.port, e.channels, e.rows) for e in es]
 
     for layer in reversed(net.layers):
         dy = _output_gradient(layer, grads[layer.name], inputs, add)
@@ -92,20 +109,33 @@ def training_network(net: Network) -> Network:
             if layer.has_weights or any(e.src not in net.inputs for e in b_edges):
                 name = f"{layer.name}.wgrad"
                 add(layer.with_phase(Phase.WGRAD, name),
-                    retarget(forward_inputs(layer, "x", of="in"), name) + [dy.edge(name, "dy")])
+                    retarget(forward_inputs(layer, "x", of="in"), name) + _edges(dy, name))
                 if b_edges:
                     _split_edges(net, b_edges, layer.operand_shape, name, grads)
             if any(e.src not in net.inputs for e in a_edges):
                 name = f"{layer.name}.bwd"
                 add(layer.with_phase(Phase.BWD_DATA, name),
-                    [dy.edge(name, "dy")] + retarget(forward_inputs(layer, "b", of="b"), name))
+                    _edges(dy, name) + retarget(forward_inputs(layer, "b", of="b"), name))
                 _split_edges(net, a_edges, layer.ifmap, name, grads)
             continue
 
         if layer.op == Op.ELTWISE and layer.mode == "add":
             for e, need in zip(in_edges, needs, strict=True):
                 if need:
-                    grads[e.src].append(dy)
+                    if len(dy) > 1 and (e.channels or e.rows):
+                        raise NetworkError(f"layer '{layer.name}': training through a slice of '{e.src}' whose "
+                                           "gradient is a concatenation is not supported")
+                    grads[e.src].extend(_for(g, e) for g in dy)
+            continue
+
+        if layer.op == Op.ELTWISE and layer.n_inputs == 1:
+            # One operand, maybe a concatenation: one backward layer, its gradient split back.
+            if any(needs):
+                name = f"{layer.name}.bwd"
+                bwd = layer.with_phase(Phase.BWD_DATA, name)
+                extra = retarget(forward_inputs(layer, "x"), name) if bwd.backward_reads_input else []
+                add(bwd, _edges(dy, name) + extra)
+                _split_gradient(net, layer, name, grads)
             continue
 
         if layer.op == Op.ELTWISE:
@@ -115,36 +145,69 @@ def training_network(net: Network) -> Network:
                     continue
                 name = f"{layer.name}.bwd{i}" if len(in_edges) > 1 else f"{layer.name}.bwd"
                 others = forward_inputs(layer, "x", skip=i) if len(in_edges) > 1 else forward_inputs(layer, "x")
-                add(layer.with_phase(Phase.BWD_DATA, name), [dy.edge(name, "dy")] + retarget(others, name))
-                grads[e.src].append(_Grad(name))
+                add(layer.with_phase(Phase.BWD_DATA, name), _edges(dy, name) + retarget(others, name))
+                grads[e.src].append(_for(_Grad(name), e))
             continue
 
         if layer.has_weights:
             name = f"{layer.name}.wgrad"
             add(layer.with_phase(Phase.WGRAD, name),
-                retarget(forward_inputs(layer, "x"), name) + [dy.edge(name, "dy")])
+                retarget(forward_inputs(layer, "x"), name) + _edges(dy, name))
 
         if not any(needs):
             continue
         name = f"{layer.name}.bwd"
         bwd = layer.with_phase(Phase.BWD_DATA, name)
         extra = retarget(forward_inputs(layer, "x"), name) if any(p.name == "x" for p in bwd.ports) else []
-        add(bwd, [dy.edge(name, "dy")] + extra)
+        add(bwd, _edges(dy, name) + extra)
         _split_gradient(net, layer, name, grads)
 
     return Network(net.name, net.batch, inputs, tuple(layers), tuple(edges), frozenset(kept), training=True)
 
 
-def _output_gradient(layer: Layer, parts: list[_Grad], inputs: dict, add) -> _Grad:
-    """The node holding ``dY`` of ``layer``: the loss, a single consumer, or a sum."""
+def _output_gradient(layer: Layer, parts: list[_Grad], inputs: dict, add) -> tuple[_Grad, ...]:
+    """The nodes holding ``dY`` of ``layer``: the loss, a single consumer, or a
+    sum; where consumers read channel or row ranges of the output (a split, a
+    class token), the gradient of each range (summed per range) in order, the
+    ranges no consumer read as zeros from DRAM (external inputs)."""
     if not parts:
         name = f"{layer.name}.grad"
         inputs[name] = layer.ofmap
-        return _Grad(name)
-    if len(parts) == 1:
-        return parts[0]
+        return (_Grad(name),)
     shape = layer.ofmap
-    name = f"{layer.name}.gradsum"
+    by_rows = any(p.of_rows is not None for p in parts)
+
+    def span(p: _Grad) -> tuple[int, int] | None:
+        return p.of_rows if by_rows else p.of
+
+    ranges = sorted({r for r in map(span, parts) if r is not None})
+    if not ranges:
+        return (_sum(layer.name, parts, shape, add),)
+    if any(span(p) is None or (by_rows and p.of is not None) for p in parts) or any(
+            a[1] > b[0] for a, b in zip(ranges, ranges[1:], strict=False)):
+        raise NetworkError(f"layer '{layer.name}': its consumers read overlapping or mixed ranges of its output, "
+                           "which kapla's training expansion cannot put back together")
+    extent = shape.h if by_rows else shape.c
+
+    def piece(lo: int, hi: int) -> FmapShape:
+        return FmapShape(shape.c, hi - lo, shape.w) if by_rows else FmapShape(hi - lo, shape.h, shape.w)
+
+    out, at = [], 0
+    for lo, hi in ranges + [(extent, extent)]:
+        if at < lo:  # no consumer read these: their gradient is zero
+            name = f"{layer.name}.grad{at}"
+            inputs[name] = piece(at, lo)
+            out.append(_Grad(name))
+        if lo < hi:
+            out.append(_sum(f"{layer.name}.{lo}", [p for p in parts if span(p) == (lo, hi)], piece(lo, hi), add))
+        at = hi
+    return tuple(out)
+
+
+def _sum(label: str, parts: list[_Grad], shape: FmapShape, add) -> _Grad:
+    if len(parts) == 1:
+        return replace(parts[0], of=None, of_rows=None)
+    name = f"{label}.gradsum"
     total = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode="add", n_inputs=len(parts))
     add(total, [p.edge(name, "in") for p in parts])
     return _Grad(name)
@@ -162,7 +225,19 @@ def _split_edges(net: Network, in_edges: tuple[Edge, ...], shape: FmapShape, bwd
     if len(in_edges) == 1:
         e = in_edges[0]
         if e.src not in net.inputs:
-            grads[e.src].append(_Grad(bwd))
+            grads[e.src].append(_for(_Grad(bwd), e))
+        return
+    shapes = [net.output_shape(e.src) for e in in_edges]
+    if shape.w == 1 and all(s is not None and s.c == shape.c and e.channels is None and e.rows is None
+                            for s, e in zip(shapes, in_edges, strict=True)):
+        # A concatenation of token rows (a class token before the patches): split by rows.
+        row = 0
+        for e, s in zip(in_edges, shapes, strict=True):
+            assert s is not None
+            rows = s.elems // s.c
+            if e.src not in net.inputs:
+                grads[e.src].append(_for(_Grad(bwd, rows=(row, row + rows)), e))
+            row += rows
         return
     offset = 0
     for e in in_edges:
@@ -174,5 +249,5 @@ def _split_edges(net: Network, in_edges: tuple[Edge, ...], shape: FmapShape, bwd
             # a channel slice of the 1x1 gradient cannot express; keep it whole.
             width = src_shape.elems
         if e.src not in net.inputs:
-            grads[e.src].append(_Grad(bwd, (offset, offset + width)))
+            grads[e.src].append(_for(_Grad(bwd, (offset, offset + width)), e))
         offset += width
