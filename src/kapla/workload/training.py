@@ -119,6 +119,14 @@ def training_network(net: Network) -> Network:
                 _split_edges(net, a_edges, layer.ifmap, name, grads)
             continue
 
+        if layer.op == Op.ELTWISE and layer.mode == "add" and layer.n_inputs == 1 and len(in_edges) > 1:
+            # A constant added to a concatenation (ViT's position embeddings): its gradient, split back.
+            if len(dy) != 1 or dy[0].channels or dy[0].rows:
+                raise NetworkError(f"layer '{layer.name}': its gradient is itself a concatenation, which kapla "
+                                   "cannot split back over its inputs")
+            _split_edges(net, in_edges, layer.ifmap, dy[0].src, grads)
+            continue
+
         if layer.op == Op.ELTWISE and layer.mode == "add":
             for e, need in zip(in_edges, needs, strict=True):
                 if need:
@@ -245,9 +253,13 @@ def _split_edges(net: Network, in_edges: tuple[Edge, ...], shape: FmapShape, bwd
         assert src_shape is not None, e.src  # a producer of a forward layer outputs an fmap
         width = (e.channels[1] - e.channels[0]) if e.channels else src_shape.c
         if (src_shape.h, src_shape.w) != (shape.h, shape.w):
-            # A flattening FC over several inputs: the split is in elements, which
-            # a channel slice of the 1x1 gradient cannot express; keep it whole.
-            width = src_shape.elems
+            # Another layout (a flattening FC, a matmul's operand of several
+            # producers): the split is in elements, as many channels of the
+            # gradient as hold the producer's elements.
+            width, rest = divmod(src_shape.elems, shape.h * shape.w)
+            if rest:
+                raise NetworkError(f"layer '{e.dst}': the gradient of its input '{e.src}' ({src_shape}) is no "
+                                   f"channel range of its {shape} gradient")
         if e.src not in net.inputs:
             grads[e.src].append(_for(_Grad(bwd, (offset, offset + width)), e))
         offset += width
