@@ -203,3 +203,21 @@ def test_training_of_imported_blocks(tmp_path):
         ("pos_embed.bwd", (1, 17))]
     gqa = load_onnx(gqa_block(tmp_path), seq=6)
     assert gqa.to_training().macs == 3 * gqa.macs
+
+
+def test_shared_element_wise_steps_become_layers_once(tmp_path):
+    g = Graph()
+    x = g.input("x", 1, 4, 8, 16)  # [batch, heads, tokens, keys]: scores from elsewhere
+    mask = g.input("mask", 1, 1, 1, 16, dtype=TensorProto.INT64)
+    s = g.node("Mul", "scaled", [x, g.scalar("half", 0.5)])
+    bias = g.node("Cast", "bias", [mask], to=TensorProto.FLOAT)
+    a = g.node("Softmax", "masked_softmax", [g.node("Add", "masked", [s, bias])], axis=-1)
+    b = g.node("Softmax", "plain_softmax", [s], axis=-1)  # the scaled scores read a second time
+    halves = g.node("Split", "halves", [x, g.ints("sizes", [8, 8])], outputs=2, axis=-1)
+    back = g.node("Concat", "back", list(halves), axis=-1)  # cut and put back as it was: no work
+    c = g.node("Softmax", "again", [back], axis=-1)
+    net = load_onnx(g.save(tmp_path, [a, b, c]))
+    assert [(layer.name, layer.mode) for layer in net] == [
+        ("scaled", "scale"), ("masked", "scale"), ("masked_softmax", "softmax"), ("plain_softmax", "softmax"),
+        ("again", "softmax")]
+    assert net.producers("plain_softmax") == ("scaled",) and net.producers("again") == ("x",)

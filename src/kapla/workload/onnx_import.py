@@ -610,6 +610,9 @@ class _Importer:
             raise UnsupportedOpError(f"{self.path}: '{tensor}' is a slice of {[q.src for q in p.base]} that is no "
                                      "channel or row range of it; kapla reads such slices only inside a rotary "
                                      "embedding")
+        if not p.nodes:  # slices put back as they were: a layout change, no work
+            self.fmaps[tensor] = p.base
+            return
         mode = _mode_of(p)
         shape = self.vector_shape(p.base)
         if mode is not None:
@@ -622,6 +625,8 @@ class _Importer:
         self.fmaps[tensor] = (_Part(p.nodes[-1]),)
 
     def _vector(self, name: str, shape: FmapShape, mode: str, parts: Parts) -> None:
+        if name in self.made:  # a step an earlier consumer of the same work made a layer already
+            return
         layer = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode=mode)
         self.builder.add_layer(layer, [q.edge(name) for q in parts])
         self.made[name] = mode
