@@ -9,9 +9,10 @@ BERT-base, GPT-2 (prefill, decode) and ViT-B/16, schedules each on each
 preset at each batch with kapla's solver and prints its energy, the share
 of each op class (projections, Q x K^T and scores x V, softmax and norms,
 activations, the rest: scaling, masks, rotary, residual adds), its time, and
-the time over its floor: prefill's operations over the PEs (compute), decode's
-weights and KV cache over the DRAM bandwidth (memory). A ratio is never
-below 1 (``tests/test_transformers.py`` checks it).
+the time over its floor, the larger of the operations over the PEs (ops)
+and the weights, KV cache, inputs and outputs over the DRAM bandwidth (mem).
+A ratio is never below 1 (``tests/test_transformers.py`` checks prefill
+against the first and decode against the second).
 """
 
 from __future__ import annotations
@@ -33,25 +34,26 @@ GROUPS = {"projection": "proj", "attention": "QK/AV", "softmax": "sm+norm", "nor
 COLUMNS = ("proj", "QK/AV", "sm+norm", "act", "other")
 
 
-def floor(net: Network, arch: str, decode: bool) -> float:
-    """Cycles no schedule can beat: memory for decode, compute for prefill."""
+def floors(net: Network, arch: str) -> tuple[float, float]:
+    """Cycles no schedule can beat: (compute: the operations over the PEs,
+    memory: weights, KV cache, inputs and outputs over the DRAM bandwidth)."""
     spec = load_arch(arch)
-    if decode:
-        words = sum(layer.weight_elems for layer in net) + net.batch * sum(
-            shape.elems for name, shape in net.inputs.items() if name.endswith("_cache"))
-        return words * spec.word_bytes / spec.dram_bandwidth
-    return net.batch * sum(layer.ops for layer in net) / spec.num_pes
+    compute = net.batch * sum(layer.ops for layer in net) / spec.num_pes
+    outputs = sum(layer.out_shape.elems for layer in net if not net.consumers(layer.name) and layer.out_shape)
+    words = sum(layer.weight_elems for layer in net) + net.batch * (
+        sum(shape.elems for shape in net.inputs.values()) + outputs)
+    return compute, words * spec.word_bytes / spec.dram_bandwidth
 
 
 def cases(args: argparse.Namespace):
     for batch in args.batches:
         for tokens in args.tokens:
-            yield f"llama3_8b_block@{tokens}", llama3_8b(batch, tokens=tokens), False
+            yield f"llama3_8b_block@{tokens}", llama3_8b(batch, tokens=tokens)
         for cache in args.caches:
-            yield f"llama3_8b_decode@{cache}", llama3_8b_decode(batch, cache=cache), True
+            yield f"llama3_8b_decode@{cache}", llama3_8b_decode(batch, cache=cache)
         if args.zoo:
             for name in ("bert_base", "gpt2", "gpt2_decode", "vit_b16"):
-                yield name, get_network(name, batch), name.endswith("_decode")
+                yield name, get_network(name, batch)
 
 
 def main() -> None:
@@ -69,7 +71,7 @@ def main() -> None:
     table = Table(title="transformers: energy by op class, time over its floor")
     for col in ("network", "arch", "batch", "energy mJ", *COLUMNS, "time (cycles)", "floor", "ratio", "solve s"):
         table.add_column(col, justify="left" if col in ("network", "arch") else "right")
-    for name, net, decode in cases(args):
+    for name, net in cases(args):
         for arch in args.archs.split(","):
             start = time.perf_counter()
             result = kapla.schedule(net, arch, jobs=args.jobs)
@@ -78,10 +80,12 @@ def main() -> None:
             for lr in result.layers:
                 shares[GROUPS.get(lr.scheme.layer.op_class, "other")] += sum(lr.cost.energy.values())
             total = sum(shares.values())
-            low = floor(net, arch, decode)
+            compute, memory = floors(net, arch)
+            low = max(compute, memory)
             table.add_row(name, arch, str(net.batch), f"{result.energy_j * 1e3:.2f}",
                           *(f"{100 * shares[c] / total:.1f}%" for c in COLUMNS), f"{result.time:,.0f}",
-                          f"{low:,.0f} {'mem' if decode else 'ops'}", f"{result.time / low:.2f}", f"{seconds:.1f}")
+                          f"{low:,.0f} {'mem' if memory > compute else 'ops'}", f"{result.time / low:.2f}",
+                          f"{seconds:.1f}")
     Console(width=200).print(table)
 
 
