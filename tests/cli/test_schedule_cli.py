@@ -185,3 +185,6 @@ def test_a_transformer_from_the_zoo_and_from_onnx(tmp_path):
     result = run("schedule", str(path), "--seq", "8", "--arch", "edge", "--jobs", "1")
     assert result.exit_code == 0, result.output
     assert "attn_weights" in result.output and "softmax" in result.output
+    line = next(text for text in result.output.splitlines() if text.startswith("by op class: "))
+    for name in ("projection", "attention", "softmax", "norm", "activation", "scale", "eltwise"):
+        assert re.search(rf"[:,] {name} \d+\.\d+ mJ \(\d+\.\d%\)", line), name

@@ -97,6 +97,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, seq: int | None,
         _print_summary(result, arch)
         _print_segments(result)
         _print_layers(result, arch)
+        _print_classes(result)
         console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
         if directives:
             for lr in result.layers:
@@ -148,6 +149,18 @@ def _print_layers(result, arch) -> None:
                       f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{lr.pe_utilisation:.0%}",
                       f"{dram:,.0f}", "yes" if lr.cost.valid else "NO")
     console.print(table)
+
+
+def _print_classes(result) -> None:
+    """One line: the layers' energy by op class (projection, attention, softmax, norm, conv, ...), largest first."""
+    energy: dict[str, float] = {}
+    for lr in result.layers:
+        name = lr.scheme.layer.op_class
+        energy[name] = energy.get(name, 0.0) + lr.cost.total_energy
+    total = sum(energy.values()) or 1.0
+    parts = ", ".join(f"{name} {joules * 1e3:.3f} mJ ({joules / total:.1%})"
+                      for name, joules in sorted(energy.items(), key=lambda kv: -kv[1]))
+    console.print(f"by op class: {parts}", markup=False, highlight=False, soft_wrap=True)
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, object]:
