@@ -104,7 +104,7 @@ def test_a_transformer_model_by_sequence_length_with_its_op_classes(tmp_path):
     assert classes["projection"]["weight_bytes"] == 2 * (4 * 64 * 64 + 2 * 64 * 128)
     assert classes["softmax"]["macs"] == 0 and classes["softmax"]["ops"] == 2 * 5 * 4 * 16 * 16
     assert classes["norm"]["layers"] == 2 and classes["activation"]["ops"] == 2 * 5 * 16 * 128
-    assert sum(c["macs"] for c in data["by_class"]) == data["macs"]
+    assert sum(c["macs"] for c in data["by_class"]) == data["macs"] and data["matmul_layers"] == 6 + 2
     table = run("stats", str(path), "--seq", "16")
     assert table.exit_code == 0 and "by op class" in table.output and "softmax" in table.output
     missing = run("stats", str(path))

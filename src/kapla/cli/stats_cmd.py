@@ -59,6 +59,7 @@ def stats_cmd(net: str, batch: int | None, seq: int | None,
                         _mib(cs.weight_bytes))
     console.print(classes)
     console.print(
-        f"layers {st.layers} (CONV {st.conv_layers}, FC {st.fc_layers})   MACs {st.macs:,}\n"
+        f"layers {st.layers} (CONV {st.conv_layers}, FC {st.fc_layers}"
+        f"{f', MATMUL {st.matmul_layers}' if st.matmul_layers else ''})   MACs {st.macs:,}\n"
         f"fmaps  largest {st.fmap_largest_bytes / _MIB:.1f} MiB, total {st.fmap_total_bytes / _MIB:.1f} MiB\n"
         f"weights largest {st.weight_largest_bytes / _MIB:.2f} MiB, total {st.weight_total_bytes / _MIB:.2f} MiB")

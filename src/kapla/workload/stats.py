@@ -49,6 +49,7 @@ class NetworkStats:
     layers: int
     conv_layers: int
     fc_layers: int
+    matmul_layers: int  # by weights (projections) and of two fmaps (attention)
     macs: int
     fmap_largest_bytes: int
     fmap_total_bytes: int
@@ -104,6 +105,7 @@ def network_stats(net: Network, word_bits: int = 16) -> NetworkStats:
         layers=len(net),
         conv_layers=sum(1 for layer in fwd if layer.op == Op.CONV),
         fc_layers=sum(1 for layer in fwd if layer.op == Op.FC),
+        matmul_layers=sum(1 for layer in fwd if layer.op == Op.MATMUL),
         macs=sum(ls.macs for ls in per_layer),
         fmap_largest_bytes=max(fmaps, default=0),
         fmap_total_bytes=sum(fmaps),
