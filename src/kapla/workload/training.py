@@ -23,12 +23,16 @@ gradient of its output (``dY``) from its consumers and produces:
 
 A layer whose output feeds several consumers sums their contributions in an
 element-wise ``<name>.gradsum`` layer; a concatenation is undone by channel
-slices on the edges. The loss gradient of each network output enters as an
-external input ``<name>.grad``. Forward outputs read again by a backward layer
-are listed in :attr:`Network.kept`: they must be written to DRAM.
+(or, for tokens, row) slices on the edges; where consumers read ranges of an
+output (a split of a fused QKV projection, a class token), the gradients of
+the ranges are concatenated back in order, and the rows no consumer read
+enter as zero gradients (external inputs ``<name>.grad<row>``). The loss
+gradient of each network output enters as an external input
+``<name>.grad``. Forward outputs read again by a backward layer are listed
+in :attr:`Network.kept`: they must be written to DRAM.
 
-So the training MACs are exactly ``3 x`` the forward CONV/FC MACs minus the
-MACs of the CONV/FC layers fed only by network inputs.
+So the training MACs are exactly ``3 x`` the forward CONV/FC/MATMUL MACs
+minus the MACs of the layers with weights fed only by network inputs.
 """
 
 from __future__ import annotations
