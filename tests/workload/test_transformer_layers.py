@@ -138,3 +138,15 @@ def test_describe_names_the_product():
     assert net["qk"].describe() == "matmul 4x [16x16] x [16x16] of fmaps"
     assert net["q"].describe() == "matmul [16x64] x [64x64] by weights"
     assert net["softmax"].describe() == "eltwise-softmax 1x 64x16x1"
+
+
+def test_row_ranges_of_a_producer_are_checked():
+    b = NetworkBuilder("rows", 1)
+    x = b.input("x", 8, 5, 1)
+    b.add_layer(Layer("first", Op.MATMUL, c=8, k=4, h=1, w=1, operand="weight"), [Edge(x, "first", rows=(0, 1))])
+    assert b.build()["first"].macs == 8 * 4
+    bad = NetworkBuilder("rows", 1)
+    bad.input("x", 8, 5, 1)
+    bad.add_layer(Layer("first", Op.MATMUL, c=8, k=4, h=1, w=1, operand="weight"), [Edge("x", "first", rows=(5, 6))])
+    with pytest.raises(NetworkError, match=r"layer 'first': row range \[5, 6\) of 'x' is outside its 5 rows"):
+        bad.build()
