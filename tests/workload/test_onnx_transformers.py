@@ -221,3 +221,20 @@ def test_shared_element_wise_steps_become_layers_once(tmp_path):
         ("scaled", "scale"), ("masked", "scale"), ("masked_softmax", "softmax"), ("plain_softmax", "softmax"),
         ("again", "softmax")]
     assert net.producers("plain_softmax") == ("scaled",) and net.producers("again") == ("x",)
+
+
+def test_bert_embeddings_summed_from_three_tables_are_the_input(tmp_path):
+    g = Graph()
+    ids = g.input("input_ids", "batch", "sequence", dtype=TensorProto.INT64)
+    types = g.input("token_type_ids", "batch", "sequence", dtype=TensorProto.INT64)
+    length = g.node("Gather", "len", [g.node("Shape", "ids_shape", [ids]), g.ints("one", [1])], axis=0)
+    positions = g.node("Slice", "position_ids", [g.const("position_buffer", 1, 512, dtype=np.int64),
+                                                 g.ints("zero", [0]), length, g.ints("axis1", [1])])
+    words = g.node("Gather", "words", [g.const("word_embeddings", 1000, 64), ids], axis=0)
+    kinds = g.node("Gather", "kinds", [g.const("type_embeddings", 2, 64), types], axis=0)
+    where = g.node("Gather", "where", [g.const("position_embeddings", 512, 64), positions], axis=0)
+    summed = g.node("Add", "embeddings", [g.node("Add", "words_kinds", [words, kinds]), where])
+    out = g.node("MatMul", "proj", [g.layernorm("emb_ln", summed, 64), g.const("w", 64, 64)])
+    net = load_onnx(g.save(tmp_path, [out]), seq=12)
+    assert list(net.inputs) == ["t_embeddings"] and net.inputs["t_embeddings"].elems == 12 * 64
+    assert [layer.name for layer in net] == ["emb_ln", "proj"]
