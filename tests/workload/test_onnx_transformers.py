@@ -238,3 +238,23 @@ def test_bert_embeddings_summed_from_three_tables_are_the_input(tmp_path):
     net = load_onnx(g.save(tmp_path, [out]), seq=12)
     assert list(net.inputs) == ["t_embeddings"] and net.inputs["t_embeddings"].elems == 12 * 64
     assert [layer.name for layer in net] == ["emb_ln", "proj"]
+
+
+def test_decode_with_a_kv_cache_concatenated_to_the_new_token(tmp_path):
+    """GPT-2 style decode: past keys and values [batch, heads, past, dim] are graph inputs,
+    the new token's K and V are concatenated to them along the tokens."""
+    h, heads, past = 64, 4, 20
+    g, d = Graph(), h // heads
+    x = g.input("hidden_states", "batch", 1, h)
+    past_k, past_v = g.input("past_key", "batch", heads, past, d), g.input("past_value", "batch", heads, past, d)
+    q = g.heads("q", g.linear("query", x, h, h), heads, d)
+    k = g.node("Concat", "present_key", [past_k, g.heads("k", g.linear("key", x, h, h), heads, d)], axis=2)
+    v = g.node("Concat", "present_value", [past_v, g.heads("v", g.linear("value", x, h, h), heads, d)], axis=2)
+    kt = g.node("Transpose", "k_t", [k], perm=[0, 1, 3, 2])
+    p = g.node("Softmax", "softmax", [g.node("MatMul", "scores", [q, kt])], axis=-1)
+    out = g.linear("out", g.merge("context", g.node("MatMul", "context_mm", [p, v]), h, x), h, h)
+    net = load_onnx(g.save(tmp_path, [out, k, v]))
+    assert_attention(net, heads, heads, 1, past + 1, d)
+    assert net.producers("scores") == ("query", "past_key", "key")
+    assert net.producers("context_mm") == ("softmax", "past_value", "value")
+    assert net.macs == 4 * h * h + 2 * heads * (past + 1) * d

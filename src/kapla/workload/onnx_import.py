@@ -1065,7 +1065,10 @@ def _concat(imp: _Importer, node: _Node) -> None:
         merged = _merge(imp, [t for t in live if t in imp.pending], whole)
         imp.pending[node.out] = replace(merged, sliced=True, cut=False)
         return
-    if rank == 4 and axis != 1:
+    if rank == 4 and axis != 1 and all(_nchw(imp, t) for t in live):
+        # Feature maps of convolutions side by side in height or width: no
+        # kapla layer reads that. (A KV cache and the new tokens' K, a
+        # [batch, heads, tokens, dim] tensor, are read by products in any layout.)
         raise imp.fail(node, f"concatenation along axis {node.attr('axis')}; kapla concatenates channels (axis 1)")
     parts: list[_Part] = []
     for i, t in enumerate(node.inputs):
@@ -1102,6 +1105,15 @@ def _rejoined(imp: _Importer, live: list[str]) -> Parts | None:
     if cut and sum(imp.elems(c) for c in cut) * len(live) != imp.elems(whole) * len(cut):
         return None
     return whole
+
+
+def _nchw(imp: _Importer, tensor: str) -> bool:
+    """The tensor is one whole fmap laid out as kapla holds it (N x C x H x W)."""
+    parts = imp.fmaps.get(tensor)
+    if parts is None or len(parts) != 1 or not parts[0].whole:
+        return False
+    dims = imp.dims.get(tensor)
+    return dims is not None and _as_fmap(dims) == imp.builder.shape_of(parts[0].src)
 
 
 _FOLDED = (
