@@ -271,8 +271,8 @@ def _check_port(layer: Layer, port: Port, delivered: Sequence[tuple[str, FmapSha
             raise NetworkError(
                 f"{label}: inputs {srcs} provide {got_c} channels but {want.c} are expected")
         return
-    # Rows x columns laid out again (patches become tokens, and their gradient patches).
-    if all(s.h * s.w == want.h * want.w for _, s in delivered) and sum(s.c for _, s in delivered) == want.c:
+    # Tokens laid out as rows x columns again (the gradient of patches that became tokens).
+    if all((s.h, s.w) == (want.h * want.w, 1) for _, s in delivered) and sum(s.c for _, s in delivered) == want.c:
         return
     # An FC layer (or anything fed by flat vectors) flattens what it receives.
     flat = layer.op == Op.FC or all((s.h, s.w) == (1, 1) for _, s in delivered)
