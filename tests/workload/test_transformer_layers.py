@@ -150,3 +150,15 @@ def test_row_ranges_of_a_producer_are_checked():
     bad.add_layer(Layer("first", Op.MATMUL, c=8, k=4, h=1, w=1, operand="weight"), [Edge("x", "first", rows=(5, 6))])
     with pytest.raises(NetworkError, match=r"layer 'first': row range \[5, 6\) of 'x' is outside its 5 rows"):
         bad.build()
+
+
+def test_a_convolution_reads_tokens_as_its_plane_but_no_other_reshape():
+    def build(h, w):
+        b = NetworkBuilder("plane", 1)
+        b.input("x", 4, h, w)
+        b.add_layer(Layer("c", Op.CONV, c=4, k=4, h=7, w=8), [Edge("x", "c")])
+        return b.build()
+
+    assert build(56, 1)["c"].ifmap.elems == 4 * 56  # 56 tokens: the 7 x 8 plane, flattened
+    with pytest.raises(NetworkError, match=r"layer 'c': inputs 'x' 4x8x7 do not match the expected 4x7x8"):
+        build(8, 7)
