@@ -25,24 +25,13 @@ from rich.table import Table
 
 import kapla
 from kapla.arch import load_arch
-from kapla.workload.network import Network
+from kapla.model.floors import compute_floor, memory_floor
 from kapla.workload.zoo import get_network
 from kapla.workload.zoo.transformers import llama3_8b, llama3_8b_decode
 
 GROUPS = {"projection": "proj", "attention": "QK/AV", "softmax": "sm+norm", "norm": "sm+norm",
           "activation": "act"}
 COLUMNS = ("proj", "QK/AV", "sm+norm", "act", "other")
-
-
-def floors(net: Network, arch: str) -> tuple[float, float]:
-    """Cycles no schedule can beat: (compute: the operations over the PEs,
-    memory: weights, KV cache, inputs and outputs over the DRAM bandwidth)."""
-    spec = load_arch(arch)
-    compute = net.batch * sum(layer.ops for layer in net) / spec.num_pes
-    outputs = sum(layer.out_shape.elems for layer in net if not net.consumers(layer.name) and layer.out_shape)
-    words = sum(layer.weight_elems for layer in net) + net.batch * (
-        sum(shape.elems for shape in net.inputs.values()) + outputs)
-    return compute, words * spec.word_bytes / spec.dram_bandwidth
 
 
 def cases(args: argparse.Namespace):
@@ -80,7 +69,8 @@ def main() -> None:
             for lr in result.layers:
                 shares[GROUPS.get(lr.scheme.layer.op_class, "other")] += sum(lr.cost.energy.values())
             total = sum(shares.values())
-            compute, memory = floors(net, arch)
+            spec = load_arch(arch)
+            compute, memory = compute_floor(net, spec), memory_floor(net, spec)
             low = max(compute, memory)
             table.add_row(name, arch, str(net.batch), f"{result.energy_j * 1e3:.2f}",
                           *(f"{100 * shares[c] / total:.1f}%" for c in COLUMNS), f"{result.time:,.0f}",

@@ -6,6 +6,7 @@ import pytest
 
 import kapla
 from kapla.arch import load_arch
+from kapla.model.floors import compute_floor, memory_floor
 from kapla.model.hardware import MAC
 from kapla.workload.zoo.transformers import llama3_8b, llama3_8b_decode
 
@@ -25,8 +26,8 @@ def test_prefill_is_never_below_its_compute_floor(arch, tokens):
     result = kapla.schedule(net, arch, jobs=1)
     check_costed(result)
     spec = load_arch(arch)
-    ops = sum(layer.ops for layer in net) * net.batch
-    assert result.time >= ops / spec.num_pes
+    assert compute_floor(net, spec) == sum(layer.ops for layer in net) / spec.num_pes  # every op, not only MACs
+    assert result.time >= compute_floor(net, spec)
 
 
 @pytest.mark.parametrize("arch", PRESETS)
@@ -37,6 +38,6 @@ def test_decode_is_never_below_its_bandwidth_floor(arch, cache):
     check_costed(result)
     assert not result.pinned  # 218 M weights: no preset keeps them on chip
     spec = load_arch(arch)
-    words = sum(layer.weight_elems for layer in net) + net.batch * sum(
-        shape.elems for name, shape in net.inputs.items() if name.endswith("_cache"))
-    assert result.time >= words * spec.word_bytes / spec.dram_bandwidth
+    cache = 2 * cache * 8 * 128  # K and V of 8 heads of 128
+    assert memory_floor(net, spec) * spec.dram_bandwidth / spec.word_bytes >= 218.1e6 + cache
+    assert result.time >= memory_floor(net, spec)

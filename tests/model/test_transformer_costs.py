@@ -42,3 +42,14 @@ def test_a_batch_group_loop_of_an_fmap_product_runs_over_its_groups():
     assert four.batch == 4 and four.levels[-1].updates[0].dim == "G"
     cost = evaluate(four, load_arch("edge"))
     assert cost.valid and cost.ops == 4 * net["qk"].macs
+
+
+def test_the_floors_by_hand():
+    from kapla.model.floors import compute_floor, memory_floor
+
+    net = attention(batch=2, tokens=16, hidden=64, heads=4)
+    edge = load_arch("edge")  # 16 x 16 PEs, 12.8 B/cycle, 16-bit words
+    ops = 7 * 64 * 16 + 4 * 16 * 64 * 64 + 2 * 3 * 64 * 16 + 2 * 4 * 16 * 16 * 16 + (1 + 5) * 4 * 16 * 16 + 64 * 16
+    assert compute_floor(net, edge) == 2 * ops / 256
+    words = 4 * 64 * 64 + 2 * (64 * 16 + 64 * 16)  # weights; the input and the output of each sample
+    assert memory_floor(net, edge) == words * 2 / 12.8
