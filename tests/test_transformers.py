@@ -41,3 +41,11 @@ def test_decode_is_never_below_its_bandwidth_floor(arch, cache):
     cache = 2 * cache * 8 * 128  # K and V of 8 heads of 128
     assert memory_floor(net, spec) * spec.dram_bandwidth / spec.word_bytes >= 218.1e6 + cache
     assert result.time >= memory_floor(net, spec)
+
+
+@pytest.mark.parametrize("name", ["bert_base", "bert_base_512", "gpt2", "gpt2_decode", "llama3_8b_block",
+                                  "llama3_8b_decode", "vit_b16"])
+def test_every_transformer_of_the_zoo_schedules(name):
+    """On one single-node preset here (each also schedules validly on all seven presets at batch 1:
+    docs/transformers.md)."""
+    check_costed(kapla.schedule(name, "interstellar", batch=1, jobs=1))
