@@ -25,10 +25,12 @@ from kapla.workload.load import load_network
 from kapla.workload.network import Network
 
 
-def resolve_network(network: Network | str | Path, batch: int | None = None, training: bool = False) -> Network:
-    """``network`` (a Network, zoo name or file) at ``batch`` (None: its own), as its training DAG if asked."""
+def resolve_network(network: Network | str | Path, batch: int | None = None, training: bool = False,
+                    seq: int | None = None) -> Network:
+    """``network`` (a Network, zoo name or file) at ``batch`` (None: its own), as its training DAG if asked;
+    ``seq`` binds an ONNX model's symbolic sequence length."""
     if not isinstance(network, Network):
-        return load_network(str(network), batch=batch, training=training)
+        return load_network(str(network), batch=batch, training=training, seq=seq)
     net = network.with_batch(batch) if batch is not None else network
     return net.to_training() if training and not net.training else net
 
@@ -38,7 +40,7 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
              solver_options: Mapping[str, Any] | None = None, objective: str = "energy", top_k: int = 4,
              pipelining: bool = True, buffer_sharing: bool = True, time_budget: float | None = None,
              jobs: int | None = None, progress: Progress | None = None,
-             store: LayerStore | str | Path | None = None) -> ScheduleResult:
+             store: LayerStore | str | Path | None = None, seq: int | None = None) -> ScheduleResult:
     """Schedule ``network`` (a Network, zoo name or file) on ``arch`` (a spec, preset or file).
 
     ``solver`` names a registered solver (``kapla solvers`` lists them): "kapla"
@@ -54,9 +56,10 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     ``store`` (a file, or an open :class:`~kapla.scheduling.store.LayerStore`) keeps
     every finished layer solve on disk: a run stopped at any point and started
     again with the same store resumes without solving a layer twice.
+    ``seq`` binds an ONNX model's symbolic sequence length.
     """
     objective_of(objective)
-    net = resolve_network(network, batch, training)
+    net = resolve_network(network, batch, training, seq)
     hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch))
     check_jobs(jobs)
     search = SearchOptions(pipelining, buffer_sharing, top_k)

@@ -168,3 +168,23 @@ def test_a_plot_of_the_energy_per_layer(tmp_path):
     assert "<svg" in svg.read_text() and "fc2" in svg.read_text()
     bad = run("schedule", "mlp_s", "--plot", str(tmp_path / "e.gif"))
     assert bad.exit_code == 2 and "must end in .png or .svg" in bad.output
+
+
+def test_a_transformer_from_the_zoo_and_from_onnx(tmp_path):
+    target = tmp_path / "out.json"
+    result = run("schedule", "llama3_8b_decode", "--arch", "simba", "--batch", "1", "--jobs", "1",
+                 "--json", str(target))
+    assert result.exit_code == 0, result.output
+    data = json.loads(target.read_text())
+    assert data["valid"] and {"l0.qk", "l0.softmax", "l0.norm1", "l0.silu"} <= {lr["name"] for lr in data["layers"]}
+    assert all(lr["energy_j"] > 0 for lr in data["layers"])
+
+    from tests.workload.onnx_transformers import gpt2_block
+
+    path = gpt2_block(tmp_path, hidden=64, heads=4)
+    result = run("schedule", str(path), "--seq", "8", "--arch", "edge", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert "attn_weights" in result.output and "softmax" in result.output
+    line = next(text for text in result.output.splitlines() if text.startswith("by op class: "))
+    for name in ("projection", "attention", "softmax", "norm", "activation", "scale", "eltwise"):
+        assert re.search(rf"[:,] {name} \d+\.\d+ mJ \(\d+\.\d%\)", line), name

@@ -92,3 +92,22 @@ def test_onnx_model_stats_and_batch_override(tmp_path):
     path = cnn_model(tmp_path, batch=2)
     data = json.loads(run("stats", str(path), "--batch", "5", "--json").stdout)
     assert data["batch"] == 5 and data["macs"] > 0
+
+
+def test_a_transformer_model_by_sequence_length_with_its_op_classes(tmp_path):
+    from tests.workload.onnx_transformers import bert_layer
+
+    path = bert_layer(tmp_path, hidden=64, heads=4, ffn=128)
+    data = json.loads(run("stats", str(path), "--seq", "16", "--batch", "2", "--json").stdout)
+    classes = {c["op_class"]: c for c in data["by_class"]}
+    assert classes["attention"]["macs"] == 2 * 2 * 4 * 16 * 16 * 16 and classes["attention"]["weight_bytes"] == 0
+    assert classes["projection"]["weight_bytes"] == 2 * (4 * 64 * 64 + 2 * 64 * 128)
+    assert classes["softmax"]["macs"] == 0 and classes["softmax"]["ops"] == 2 * 5 * 4 * 16 * 16
+    assert classes["norm"]["layers"] == 2 and classes["activation"]["ops"] == 2 * 5 * 16 * 128
+    assert sum(c["macs"] for c in data["by_class"]) == data["macs"] and data["matmul_layers"] == 6 + 2
+    table = run("stats", str(path), "--seq", "16")
+    assert table.exit_code == 0 and "by op class" in table.output and "softmax" in table.output
+    missing = run("stats", str(path))
+    assert missing.exit_code == 2 and len(missing.output.splitlines()) == 1 and "--seq" in missing.output
+    zoo = run("stats", "alexnet", "--seq", "16")
+    assert zoo.exit_code == 2 and "sequence length" in zoo.output and len(zoo.output.splitlines()) == 1

@@ -102,13 +102,15 @@ def mlp_ref(batch: int) -> Network:
     b.fc("fc1", "x", 500)
     b.fc("fc2", "fc1", 250)
     b.fc("fc3", "fc2", 10)
+    b.eltwise("sm", ["fc3"], "softmax")
     return b.build()
 
 
 def test_mlp(tmp_path):
     net = load_onnx(mlp_model(tmp_path), name="mlp")
     assert_same(net, mlp_ref(1))  # a symbolic batch dim defaults to 1
-    assert [layer.name for layer in net] == ["fc1", "fc2", "fc3"]  # bias adds folded away
+    # bias adds folded away, the softmax costed (5 operations per element)
+    assert [layer.name for layer in net] == ["fc1", "fc2", "fc3", "sm"] and net["sm"].ops == 5 * 10
 
 
 def test_batch_override(tmp_path):
@@ -141,7 +143,7 @@ def test_other_supported_ops(tmp_path):
     b.pool("a", "g", 2, mode="avg", ceil_mode=True)  # 15 pixels -> 8 windows
     b.conv("s", "a", 16, 2, pad=(1, 1, 0, 0))  # SAME_LOWER puts the odd pixel first
     b.eltwise("sum", ["a", "s", "a"])
-    b.eltwise("mul", ["sum", "sum"], mode="mul")
+    b.eltwise("mul", ["sum"], mode="silu")  # x * sigmoid(x): one SiLU layer
     b.global_pool("gp", "mul", mode="max")
     assert_same(net, b.build())
     assert net["a"].ofmap.h == 8

@@ -130,3 +130,20 @@ def test_missing_file_and_unknown_name():
         load_network_file("/nonexistent/net.yaml")
     with pytest.raises(KaplaError, match="unknown network 'nonet'"):
         load_network("nonet")
+
+
+def test_a_transformer_block_from_a_file():
+    from tests.workload.test_transformer_layers import attention
+
+    net = load_network_file(EXAMPLE.parent / "tiny_attention.yaml")
+    ref = attention(tokens=16, hidden=64, heads=4, kv_heads=2, norm="rmsnorm")
+    assert net["qk"] == ref["qk"] and net["av"] == ref["av"] and net["o"] == ref["o"]
+    assert net.producers("qk") == ("q", "k") and net["softmax"].mode == "softmax"
+    assert net.macs == ref.macs  # the reference also has rotary and scale layers, which do no MACs
+
+
+def test_an_unknown_vector_mode_is_one_line():
+    data = with_layers({"name": "a", "type": "eltwise", "inputs": "x", "mode": "swish"})
+    with pytest.raises(SpecError, match=r"net.yaml: layers\[0\] \('a'\).mode: mode must be one of "
+                                        r"add, mul, unary, softmax"):
+        parse_network(data, "net.yaml")

@@ -31,6 +31,8 @@ from kapla.workload.load import load_network
               help="Registered solvers to run (`kapla solvers` lists them), e.g. exhaustive,random,kapla.")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")
+@click.option("--seq", type=click.IntRange(min=1), default=None,
+              help="Sequence length binding an ONNX model's symbolic dims (transformers).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="energy", show_default=True)
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
@@ -45,7 +47,8 @@ from kapla.workload.load import load_network
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw the energies, normalised and stacked by component, to FILE (.png or .svg).")
 @output_options
-def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, training: bool, objective: str,
+def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, seq: int | None,
+                training: bool, objective: str,
                 budget: float | None, seed: int, jobs: int | None, solver_options: tuple[str, ...],
                 plot_path: str | None, report_path: str | None, store_path: str | None,
                 json_out: str | None) -> None:
@@ -66,7 +69,7 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, train
     check_output(json_out, "--json")
     check_plot_output(plot_path)
     check_output(report_path, "--report")
-    network = load_network(net, batch=batch, training=training)
+    network = load_network(net, batch=batch, training=training, seq=seq)
     arch = load_arch(arch_name)
     with progress_bar(f"comparing on {network.name}", network.name) as progress:
         result = compare(network, arch, names, objective=objective, budget=budget, seed=seed, jobs=jobs,

@@ -35,6 +35,8 @@ from kapla.workload.load import load_network
               help="Hardware preset (see `kapla arch list`) or a hardware file.")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Batch size (overrides a file's or model's; zoo default 64).")
+@click.option("--seq", type=click.IntRange(min=1), default=None,
+              help="Sequence length binding an ONNX model's symbolic dims (transformers).")
 @click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
 @click.option("--solver", type=click.Choice(sorted(solver_names())), default="kapla", show_default=True,
               help="A registered solver (`kapla solvers` lists them): kapla: pruned inter-layer search + KAPLA "
@@ -58,7 +60,8 @@ from kapla.workload.load import load_network
 @click.option("--plot", "plot_path", default=None, metavar="FILE",
               help="Draw each layer's energy, stacked by component, to FILE (.png or .svg; needs kapla[plot]).")
 @output_options
-def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, solver: str, objective: str,
+def schedule_cmd(net: str, arch_name: str, batch: int | None, seq: int | None,
+                 training: bool, solver: str, objective: str,
                  solver_options: tuple[str, ...], top_k: int, pipelining: bool, sharing: bool,
                  budget: float | None, jobs: int | None, directives: bool, plot_path: str | None,
                  report_path: str | None,
@@ -75,7 +78,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
     check_output(json_out, "--json")
     check_output(report_path, "--report")
     check_plot_output(plot_path)
-    network = load_network(net, batch=batch, training=training)
+    network = load_network(net, batch=batch, training=training, seq=seq)
     arch = load_arch(arch_name)
     with progress_bar(f"scheduling {network.name}", network.name) as progress:
         result = schedule(network, arch, solver=solver, solver_options=parse_options(solver_options),
@@ -94,6 +97,7 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, training: bool, so
         _print_summary(result, arch)
         _print_segments(result)
         _print_layers(result, arch)
+        _print_classes(result)
         console.print(LEGEND, markup=False, highlight=False, soft_wrap=True)
         if directives:
             for lr in result.layers:
@@ -145,6 +149,18 @@ def _print_layers(result, arch) -> None:
                       f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{lr.pe_utilisation:.0%}",
                       f"{dram:,.0f}", "yes" if lr.cost.valid else "NO")
     console.print(table)
+
+
+def _print_classes(result) -> None:
+    """One line: the layers' energy by op class (projection, attention, softmax, norm, conv, ...), largest first."""
+    energy: dict[str, float] = {}
+    for lr in result.layers:
+        name = lr.scheme.layer.op_class
+        energy[name] = energy.get(name, 0.0) + lr.cost.total_energy
+    total = sum(energy.values()) or 1.0
+    parts = ", ".join(f"{name} {joules * 1e3:.3f} mJ ({joules / total:.1%})"
+                      for name, joules in sorted(energy.items(), key=lambda kv: -kv[1]))
+    console.print(f"by op class: {parts}", markup=False, highlight=False, soft_wrap=True)
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, object]:

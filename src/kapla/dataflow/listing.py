@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.tensors import DIMS, Kind, TensorRole, ifm_extent, tensor_roles
+from kapla.dataflow.tensors import DIMS, Kind, TensorRole, ifm_extent, layer_dims, tensor_roles
 from kapla.errors import SpecError
 from kapla.workload.layer import Layer, Op
 
@@ -45,7 +45,7 @@ def _tensor_values(kind: Kind, tile: Mapping[str, int], layer: Layer, batch: int
     """The printed dimensions of a block: those the layer really has (extent > 1)."""
     rows, cols = ifm_extent(tile, layer)
     values = dict(tile, Yi=rows, Xi=cols, Yo=tile["Y"], Xo=tile["X"])
-    full = {"N": batch, **layer.loops}
+    full = layer_dims(layer, batch)
     return {d: values[d] for d in _TENSOR_DIMS[kind] if full.get(_LOOP_OF.get(d, ""), 2) > 1}
 
 

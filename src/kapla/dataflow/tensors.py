@@ -60,7 +60,12 @@ class TensorRole:
 
 
 def layer_dims(layer: Layer, batch: int) -> dict[str, int]:
-    """The full extent of every loop dimension of ``layer`` at ``batch``."""
+    """The full extent of every loop dimension of ``layer`` at ``batch``.
+
+    A layer that folds the batch into its groups (a matmul of two fmaps,
+    :attr:`Layer.folds_batch`) runs ``G`` x ``batch`` groups of one sample."""
+    if layer.folds_batch:
+        return {"N": 1, **layer.loops, "G": layer.loops["G"] * batch}
     return {"N": batch, **layer.loops}
 
 
@@ -156,21 +161,23 @@ def ifm_extent(block: Mapping[str, int], layer: Layer) -> tuple[int, int]:
 def tensor_roles(layer: Layer, ifm_name: str | None = None) -> tuple[TensorRole, ...]:
     """The tensors ``layer`` reads and writes in its phase, inputs first.
 
-    ``ifm_name`` names the forward input fmap (its producers, when known).
+    ``ifm_name`` names the forward input fmap (its producers, when known). A
+    matmul's fmap operand plays the weight tensor's part (``<layer>.b``).
     """
     fwd = layer.forward or layer.name
     ifm_name = ifm_name or f"{fwd}.in"
-    wgt_name = f"{fwd}.w"
+    wgt_name = f"{fwd}.b" if layer.folds_batch else f"{fwd}.w"
+    reads_wgt = layer.has_weights or layer.folds_batch
     if layer.phase == Phase.FWD:
         roles = [TensorRole(Kind.IFM, False, ifm_name, layer.n_inputs if layer.op == Op.ELTWISE else 1)]
-        if layer.has_weights:
+        if reads_wgt:
             roles.append(TensorRole(Kind.WGT, False, wgt_name))
         roles.append(TensorRole(Kind.OFM, True, layer.name))
     elif layer.phase == Phase.BWD_DATA:
         roles = [TensorRole(Kind.OFM, False, f"{fwd}.grad")]
-        if layer.has_weights:
+        if reads_wgt:
             roles.append(TensorRole(Kind.WGT, False, wgt_name))
-        elif (layer.op == Op.POOL and layer.mode == "max") or (layer.op == Op.ELTWISE and layer.mode != "add"):
+        elif layer.backward_reads_input:
             roles.append(TensorRole(Kind.IFM, False, ifm_name))
         roles.append(TensorRole(Kind.IFM, True, layer.name))
     else:

@@ -5,7 +5,8 @@ Cost conventions (those of the nn_dataflow simulator; docs/cost-model.md):
 * energy = MAC energy x operations + per level, reads and writes of each
   tensor x that level's energy per word of it + bus words x bus energy +
   NoC word-hops x hop energy + static energy per cycle x time;
-* time is the largest of the compute steps, each bus's time (each tensor has
+* time is the largest of the compute steps (loop trips times the layer's
+  operations per iteration: 1 but for vector work, ``Layer.ops_per_point``), each bus's time (each tensor has
   its own bus lane, multicasting one transfer to many units) and the DRAM
   bandwidth time.
 
@@ -105,7 +106,8 @@ def evaluate_nests(nests: Nests, arch: ArchSpec | Hardware, feed: Feed | None = 
             bus_time = np.maximum(bus_time, busiest / parents / lvl.bus.width_bits)
     if hw.node is not None:
         energy[NOC] = sum((tr.hops[r] * hw.hop[kind] for r, kind in enumerate(kinds)), np.zeros(M))
-    compute = nests.trips[nests.rows].astype(float)
+    # A vector layer does several operations per loop iteration, one per PE per cycle.
+    compute = nests.trips[nests.rows].astype(float) * nests.layer.ops_per_point
     dram_bits = sum(((tr.reads[n, r] + tr.writes[n, r]) * hw.bits[kind] for r, kind in enumerate(kinds)),
                     np.zeros(M))
     dram_time = dram_bits / hw.dram_bits_per_cycle

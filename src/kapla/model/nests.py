@@ -129,8 +129,8 @@ class Nests:
 
     @cached_property
     def ops(self) -> int:
-        """MACs (or pooling / element-wise operations) of the layer."""
-        return self.layer.loop_ops * self.batch
+        """MACs (or pooling / element-wise / vector operations) of the layer."""
+        return self.layer.ops * self.batch
 
     # ------------------------------------------------------------ factors (F rows)
 

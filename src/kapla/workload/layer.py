@@ -18,6 +18,32 @@ like any other layer.
 
 An FC layer is a CONV whose filter covers its whole input fmap, so its output
 is 1x1; this is how its weights (K x C x H x W) and MACs come out right.
+
+Transformers map onto the same nest:
+
+* a token sequence ``[batch, tokens, features]`` is an fmap of ``features``
+  channels by ``tokens`` rows by one column;
+* a MATMUL ``[..., M, Kin] x [..., Kin, Nout]`` with head (batch-like) loops
+  is ``G`` = heads, ``C`` = ``Kin``, ``K`` = ``Nout``, ``Y`` = ``M`` rows
+  (every other broadcast position folded into them), ``X = S = R = 1``:
+  ``out[n, g, k, y] += a[n, g, c, y] * b[g, k, c]`` is exactly the nest above.
+  Its second operand ``b`` is either a *weight* (a projection: the nest of a
+  1x1 convolution over the token rows) or an *fmap* another layer produces
+  (Q x K^T, scores x V: no weights). An fmap operand depends on the sample,
+  which the weight tensor of the nest does not, so such a layer runs with
+  the batch folded into its groups (``G`` = heads x batch, ``N`` = 1; see
+  :meth:`Layer.folds_batch`): every element is then read and reused exactly
+  as the matrix product does. Grouped-query attention puts the ``r`` query
+  heads that share one K/V head in the rows (``G`` = K/V heads, ``Y`` =
+  ``r`` x tokens), so each K/V head is fetched once for its ``r`` query heads.
+* vector work (softmax, layer/RMS norm, GELU/SiLU, scaling, residual adds,
+  rotary embedding) is an ELTWISE layer of a *vector mode*
+  (:data:`VECTOR_MODES`): one loop iteration per element, as many
+  operations per iteration as the mode does (:attr:`Layer.ops_per_point`),
+  run on the PE array at one operation per PE per cycle (the hardware
+  template has no separate vector unit). A row reduction (softmax, norms)
+  reads its input and writes its output once like an element-wise layer;
+  the per-row statistics it keeps are one word per row and not counted.
 """
 
 from __future__ import annotations
@@ -38,6 +64,54 @@ class Op(enum.StrEnum):
     FC = "fc"
     POOL = "pool"
     ELTWISE = "eltwise"
+    MATMUL = "matmul"
+
+
+class Operand(enum.StrEnum):
+    """What a MATMUL's second operand is."""
+
+    WEIGHT = "weight"  # a parameter tensor, like a CONV/FC's weights
+    FMAP = "fmap"  # an activation another layer (or a network input) produces
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMode:
+    """The work of one element-wise or row-reduction mode of an ELTWISE layer.
+
+    ``ops``/``bwd_ops``: operations per element of the forward and backward
+    computations (one operation = one arithmetic step or one function such as
+    exp, erf or rsqrt on one element); ``row``: a reduction over each row
+    (the statistics of softmax or a norm) precedes the element-wise part;
+    ``op_class``: the group reports put it in.
+    """
+
+    ops: int
+    bwd_ops: int
+    row: bool
+    op_class: str
+
+
+VECTOR_MODES: Mapping[str, VectorMode] = {
+    # the original element-wise modes: one operation per output element
+    "add": VectorMode(1, 0, False, "eltwise"),  # its gradient passes through: no backward layer
+    "mul": VectorMode(1, 1, False, "eltwise"),
+    "unary": VectorMode(1, 1, False, "activation"),
+    # max, x - max, exp, row sum, x * (1 / sum); backward: dy*y, row sum, dy - s, * y
+    "softmax": VectorMode(5, 4, True, "softmax"),
+    # mean (sum), x - mean, square, row sum, * rsqrt(var), * gamma, + beta; backward: 9
+    "layernorm": VectorMode(7, 9, True, "norm"),
+    # square, row sum, * rsqrt(mean square), * gamma; backward: 6
+    "rmsnorm": VectorMode(4, 6, True, "norm"),
+    # x / sqrt(2), erf, + 1, * x, * 0.5 (the tanh form counts the same); backward: 6
+    "gelu": VectorMode(5, 6, False, "activation"),
+    # exp(-x), + 1, reciprocal, * x; backward: 5
+    "silu": VectorMode(4, 5, False, "activation"),
+    # x * constant (1 / sqrt(head dim), a mask added, a bias)
+    "scale": VectorMode(1, 1, False, "scale"),
+    # x * cos + rotate_half(x) * sin; the cos/sin tables are per position and shared by heads and samples
+    "rotary": VectorMode(3, 3, False, "rotary"),
+}
+"""Modes of ELTWISE layers and the work each does per element (one place for these counts)."""
 
 
 class Phase(enum.StrEnum):
@@ -84,13 +158,17 @@ class Port:
     name: str
     shape: FmapShape
     merge: Merge = Merge.CONCAT
+    any_layout: bool = False
+    """The layer reads the input as a flat matrix: a layout op (reshape,
+    transpose) may sit between producer and consumer, so only the element
+    counts must agree."""
 
 
 LOOP_DIMS = ("G", "C", "K", "Y", "X", "S", "R")
 """Per-sample loop dimensions of every layer (the batch ``N`` comes from the network)."""
 
 _POOL_MODES = ("max", "avg")
-_ELTWISE_MODES = ("add", "mul", "unary")
+_ELTWISE_MODES = tuple(VECTOR_MODES)
 
 
 def _out_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int,
@@ -106,6 +184,8 @@ def _out_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int,
 #: The words a message uses for a layer's fields (its spec's keys say kernel, channels...).
 _FIELD_NAMES = {"c": "input channels", "k": "output channels", "h": "input height", "w": "input width",
                 "s": "filter height", "r": "filter width", "n_inputs": "operand count"}
+
+_MAC_OPS = frozenset({Op.CONV, Op.FC, Op.MATMUL})
 
 
 @dataclass(frozen=True)
@@ -134,6 +214,7 @@ class Layer:
     ceil_mode: bool = False
     phase: Phase = Phase.FWD
     forward: str | None = None  # name of the forward layer a backward layer belongs to
+    operand: Operand | None = None  # a MATMUL's second operand: weight or fmap
     yo: int = field(init=False)
     xo: int = field(init=False)
 
@@ -141,6 +222,15 @@ class Layer:
         object.__setattr__(self, "op", Op(self.op))
         object.__setattr__(self, "phase", Phase(self.phase))
         where = f"layer '{self.name}'"
+        if self.op == Op.MATMUL:
+            if self.operand not in tuple(Operand):
+                raise NetworkError(f"{where}: a matmul's second operand must be one of "
+                                   f"{tuple(str(o) for o in Operand)} (got {self.operand!r})")
+            object.__setattr__(self, "operand", Operand(self.operand))
+            if (self.s, self.r, self.stride, self.pad, self.dilation) != (1, 1, (1, 1), (0, 0, 0, 0), (1, 1)):
+                raise NetworkError(f"{where}: a matmul has no filter window, stride or padding")
+        elif self.operand is not None:
+            raise NetworkError(f"{where}: only a matmul has a second operand (got {self.operand!r})")
         for fname in ("c", "k", "h", "w", "s", "r", "groups", "n_inputs"):
             value = getattr(self, fname)
             what = _FIELD_NAMES.get(fname, fname)
@@ -191,17 +281,39 @@ class Layer:
     @property
     def ports(self) -> tuple[Port, ...]:
         """The inputs this layer reads from other layers, in this phase."""
+        if self.op == Op.MATMUL:
+            return self._matmul_ports()
+        # Element-wise work does not care how its operands are laid out, only
+        # that they hold as many elements as it computes.
+        flat = self.op == Op.ELTWISE
+        # Operands of an element-wise layer each deliver the whole tensor; a
+        # one-operand (vector) layer may read a concatenation.
+        merge = Merge.EACH if self.op == Op.ELTWISE and self.n_inputs > 1 else Merge.CONCAT
         if self.phase == Phase.FWD:
-            merge = Merge.EACH if self.op == Op.ELTWISE else Merge.CONCAT
-            return (Port("in", self.ifmap, merge),)
+            return (Port("in", self.ifmap, merge, flat),)
         if self.phase == Phase.BWD_DATA:
-            ports = [Port("dy", self.ofmap)]
-            # Max pooling routes gradients to the arg-max, element-wise multiply
-            # scales them by the other operand: both need forward data back.
-            if (self.op == Op.POOL and self.mode == "max") or (self.op == Op.ELTWISE and self.mode in ("mul", "unary")):
-                ports.append(Port("x", self.ifmap, Merge.EACH if self.op == Op.ELTWISE else Merge.CONCAT))
+            ports = [Port("dy", self.ofmap, any_layout=flat)]
+            if self.backward_reads_input:
+                ports.append(Port("x", self.ifmap, merge, flat))
             return tuple(ports)
         return (Port("x", self.ifmap), Port("dy", self.ofmap))
+
+    def _matmul_ports(self) -> tuple[Port, ...]:
+        """A matmul reads ``a`` (port ``in``, ``x`` in the weight gradient), ``dy``
+        in backward phases, and an fmap operand ``b``; any layout of each."""
+        a, dy = Port("in", self.ifmap, any_layout=True), Port("dy", self.ofmap, any_layout=True)
+        b = (Port("b", self.operand_shape, any_layout=True),) if self.operand == Operand.FMAP else ()
+        if self.phase == Phase.FWD:
+            return (a, *b)
+        if self.phase == Phase.BWD_DATA:  # dA = dY x B^T
+            return (dy, *b)
+        return (Port("x", self.ifmap, any_layout=True), dy)  # dB = A^T x dY (a weight gradient or dB)
+
+    @property
+    def operand_shape(self) -> FmapShape:
+        """A matmul's second operand per sample as an fmap: ``Kin`` x heads
+        channels by ``Nout`` rows (the layout a K projection writes K in)."""
+        return FmapShape(self.c, self.k // self.groups, 1)
 
     def port(self, name: str) -> Port:
         for p in self.ports:
@@ -216,13 +328,62 @@ class Layer:
             return self.ofmap
         if self.phase == Phase.BWD_DATA:
             return self.ifmap
+        if self.operand == Operand.FMAP:
+            return self.operand_shape  # the gradient of the fmap operand, for its producer
         return None
 
     # -------------------------------------------------------------- loop nest
 
     @property
     def has_weights(self) -> bool:
-        return self.op in (Op.CONV, Op.FC)
+        return self.op in (Op.CONV, Op.FC) or self.operand == Operand.WEIGHT
+
+    @property
+    def backward_reads_input(self) -> bool:
+        """The backward-data layer of a layer without weights reads the forward
+        input again: max pooling routes gradients to the arg-max, a product
+        scales them by the other operand, a function or a row reduction needs
+        its argument (softmax's needs its output, as many words, read in its place)."""
+        if self.op == Op.POOL:
+            return self.mode == "max"
+        vm = self.vector_mode
+        return vm is not None and vm.bwd_ops > 0
+
+    @property
+    def folds_batch(self) -> bool:
+        """The batch runs as more groups (``G`` x batch, ``N`` = 1): a matmul
+        whose second operand is an fmap, different in every sample, where the
+        loop nest's weight tensor is the same for all samples."""
+        return self.operand == Operand.FMAP
+
+    @property
+    def vector_mode(self) -> VectorMode | None:
+        return VECTOR_MODES[self.mode] if self.op == Op.ELTWISE and self.mode is not None else None
+
+    @property
+    def ops_per_point(self) -> int:
+        """Operations per loop iteration: 1 for MACs, pooling and plain
+        element-wise layers, the mode's count for vector work."""
+        vm = self.vector_mode
+        if vm is None:
+            return 1
+        return max(1, vm.ops if self.phase == Phase.FWD else vm.bwd_ops)
+
+    @property
+    def ops(self) -> int:
+        """Operations per sample (MACs, compares, element-wise steps): what
+        the cost model charges at the PE's operation energy and rate."""
+        return self.loop_ops * self.ops_per_point
+
+    @property
+    def op_class(self) -> str:
+        """The group reports put the layer in: conv, fc, pool, projection
+        (a matmul by weights), attention (a matmul of two fmaps), and the vector
+        modes' classes (softmax, norm, activation, scale, rotary, eltwise)."""
+        if self.op == Op.MATMUL:
+            return "projection" if self.operand == Operand.WEIGHT else "attention"
+        vm = self.vector_mode
+        return vm.op_class if vm is not None else str(self.op)
 
     @property
     def loops(self) -> Mapping[str, int]:
@@ -245,7 +406,7 @@ class Layer:
     @property
     def macs(self) -> int:
         """Multiply-accumulates per sample; POOL and ELTWISE perform none."""
-        return self.loop_ops if self.has_weights else 0
+        return self.loop_ops if self.op in _MAC_OPS else 0
 
     @property
     def weight_elems(self) -> int:
@@ -266,6 +427,11 @@ class Layer:
         """A short human-readable summary of the operation."""
         if self.op == Op.FC:
             text = f"fc {self.ifmap} -> {self.k}"
+        elif self.op == Op.MATMUL:
+            heads = f"{self.groups}x " if self.groups > 1 else ""
+            rows = self.h * self.w
+            text = f"matmul {heads}[{rows}x{self.c // self.groups}] x [{self.c // self.groups}x{self.k // self.groups}]"
+            text += " by weights" if self.operand == Operand.WEIGHT else " of fmaps"
         elif self.op == Op.ELTWISE:
             text = f"eltwise-{self.mode} {self.n_inputs}x {self.ofmap}"
         else:

@@ -19,7 +19,7 @@ from functools import cached_property
 import networkx as nx
 
 from kapla.errors import NetworkError
-from kapla.workload.layer import FmapShape, Layer, Merge, Op, Phase, Port
+from kapla.workload.layer import FmapShape, Layer, Merge, Op, Operand, Phase, Port
 from kapla.workload.limits import MAX_MACS, MAX_SIZE
 
 
@@ -28,13 +28,16 @@ class Edge:
     """Data flowing from ``src`` (a layer or network input) into ``dst``'s ``port``.
 
     ``channels`` selects a channel range ``[lo, hi)`` of the producer's output
-    (the backward pass splits a concatenated gradient this way); None means all.
+    (the backward pass splits a concatenated gradient this way; a split of a
+    fused projection takes its parts); ``rows`` a range of its rows (tokens:
+    a class token, the last token); None means all.
     """
 
     src: str
     dst: str
     port: str = "in"
     channels: tuple[int, int] | None = None
+    rows: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ class Network:
     layers: tuple[Layer, ...]
     edges: tuple[Edge, ...]
     kept: frozenset[str] = frozenset()
-    """Producers whose outputs must also be written to DRAM (kept for the backward pass)."""
+    """Producers whose outputs must also be written to DRAM: kept for the backward
+    pass, or read as a matmul's second operand (port ``b``), which the cost model
+    fetches from DRAM like weights; the network adds the latter itself."""
     training: bool = False
     _by_name: dict[str, Layer] = field(init=False, repr=False, compare=False)
 
@@ -55,7 +60,9 @@ class Network:
         object.__setattr__(self, "inputs", dict(self.inputs))
         object.__setattr__(self, "layers", tuple(self.layers))
         object.__setattr__(self, "edges", tuple(self.edges))
-        object.__setattr__(self, "kept", frozenset(self.kept))
+        layer_names = {layer.name for layer in self.layers}
+        operands = {e.src for e in self.edges if e.port == "b" and e.src in layer_names}
+        object.__setattr__(self, "kept", frozenset(self.kept) | operands)
         _validate(self)
         object.__setattr__(self, "_by_name", {layer.name: layer for layer in self.layers})
 
@@ -85,7 +92,7 @@ class Network:
         for layer in self.layers:
             g.add_node(layer.name, input=False)
         for e in self.edges:
-            g.add_edge(e.src, e.dst, port=e.port, channels=e.channels)
+            g.add_edge(e.src, e.dst, port=e.port, channels=e.channels, rows=e.rows)
         return g
 
     def in_edges(self, name: str) -> tuple[Edge, ...]:
@@ -225,19 +232,34 @@ def _check_acyclic(net: Network, layers: Mapping[str, Layer]) -> None:
 
 
 def _slice(shape: FmapShape, e: Edge, consumer: str) -> FmapShape:
-    if e.channels is None:
-        return shape
-    lo, hi = e.channels
-    if not 0 <= lo < hi <= shape.c:
-        raise NetworkError(
-            f"layer '{consumer}': channel range [{lo}, {hi}) of '{e.src}' is outside its {shape.c} channels")
-    return FmapShape(hi - lo, shape.h, shape.w)
+    if e.channels is not None:
+        lo, hi = e.channels
+        if not 0 <= lo < hi <= shape.c:
+            raise NetworkError(
+                f"layer '{consumer}': channel range [{lo}, {hi}) of '{e.src}' is outside its {shape.c} channels")
+        shape = FmapShape(hi - lo, shape.h, shape.w)
+    if e.rows is not None:
+        lo, hi = e.rows
+        if not 0 <= lo < hi <= shape.h:
+            raise NetworkError(f"layer '{consumer}': row range [{lo}, {hi}) of '{e.src}' is outside its {shape.h} rows")
+        shape = FmapShape(shape.c, hi - lo, shape.w)
+    return shape
 
 
 def _check_port(layer: Layer, port: Port, delivered: Sequence[tuple[str, FmapShape]]) -> None:
     want = port.shape
     srcs = [s for s, _ in delivered]
     label = f"layer '{layer.name}'" + (f" port '{port.name}'" if port.name != "in" else "")
+    if port.any_layout:
+        groups = [[d] for d in delivered] if port.merge == Merge.EACH else [list(delivered)]
+        for group in groups:
+            got_elems = sum(s.elems for _, s in group)
+            if got_elems != want.elems:
+                shapes = ", ".join(f"'{s}' {shape}" for s, shape in group)
+                raise NetworkError(f"{label}: {'inputs' if len(group) > 1 else 'input'} {shapes} "
+                                   f"{'hold' if len(group) > 1 else 'holds'} {got_elems:,} elements but "
+                                   f"{want} ({want.elems:,}) are expected")
+        return
     if port.merge == Merge.EACH:
         for src, got in delivered:
             if got != want:
@@ -248,6 +270,9 @@ def _check_port(layer: Layer, port: Port, delivered: Sequence[tuple[str, FmapSha
         if got_c != want.c:
             raise NetworkError(
                 f"{label}: inputs {srcs} provide {got_c} channels but {want.c} are expected")
+        return
+    # Tokens laid out as rows x columns again (the gradient of patches that became tokens).
+    if all((s.h, s.w) == (want.h * want.w, 1) for _, s in delivered) and sum(s.c for _, s in delivered) == want.c:
         return
     # An FC layer (or anything fed by flat vectors) flattens what it receives.
     flat = layer.op == Op.FC or all((s.h, s.w) == (1, 1) for _, s in delivered)
@@ -347,6 +372,37 @@ class NetworkBuilder:
         shape = shapes[0]
         layer = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode=mode, n_inputs=len(srcs))
         return self._add(layer, srcs)
+
+    def matmul(self, name: str, inputs: str | Iterable[str], out: int, operand: str | Iterable[str] | None = None,
+               heads: int = 1, inner: int | None = None, rows: int | None = None) -> str:
+        """A matrix product ``[heads, rows, inner] x [heads, inner, out]`` per sample.
+
+        ``inputs`` produce the left operand; ``operand`` the right one when it
+        is an fmap (Q x K^T, scores x V), else it is a weight (a projection).
+        ``inner`` defaults to the inputs' channels over ``heads``, ``rows`` to
+        their rows x columns (the tokens); both may regroup the inputs (a
+        reshape or transpose between them: only element counts must agree),
+        as grouped-query attention does with ``heads`` = K/V heads and
+        ``rows`` = query heads per K/V head x tokens.
+        """
+        srcs = _names(inputs)
+        if not srcs:
+            raise NetworkError(f"layer '{name}': has no inputs")
+        shapes = [self.shape_of(s) for s in srcs]
+        first = shapes[0]
+        if all((sh.h, sh.w) == (first.h, first.w) for sh in shapes):
+            channels, tokens = sum(sh.c for sh in shapes), first.h * first.w
+        else:
+            channels, tokens = sum(sh.elems for sh in shapes), 1
+        if inner is None:
+            if channels % heads:
+                raise NetworkError(f"layer '{name}': {channels} input channels do not split into {heads} heads")
+            inner = channels // heads
+        rows = tokens if rows is None else rows
+        kind = Operand.WEIGHT if operand is None else Operand.FMAP
+        layer = Layer(name, Op.MATMUL, heads * inner, heads * out, rows, 1, groups=heads, operand=kind)
+        edges = [Edge(s, name) for s in srcs] + [Edge(s, name, "b") for s in _names(operand or ())]
+        return self.add_layer(layer, edges)
 
     def add_layer(self, layer: Layer, edges: Iterable[Edge]) -> str:
         """Add a fully specified layer with explicit edges (checked on build)."""

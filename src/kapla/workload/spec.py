@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from kapla.errors import NetworkError, SpecError
+from kapla.workload.layer import VECTOR_MODES
 from kapla.workload.limits import MAX_SIZE
 from kapla.workload.network import Network, NetworkBuilder
 
@@ -109,10 +110,37 @@ class GlobalPoolSpec(_LayerSpec):
 
 class EltwiseSpec(_LayerSpec):
     type: Literal["eltwise"]
-    mode: Literal["add", "mul", "unary"] = "add"
+    mode: str = "add"
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, v: str) -> str:
+        if v not in VECTOR_MODES:
+            raise ValueError(f"mode must be one of {', '.join(VECTOR_MODES)} (got {v!r})")
+        return v
 
     def add_to(self, b: NetworkBuilder) -> None:
         b.eltwise(self.name, self.inputs, self.mode)
+
+
+class MatmulSpec(_LayerSpec):
+    """``[heads, rows, inner] x [heads, inner, out_features]``: by weights, or by
+    the fmap of ``operand`` (Q x K^T, scores x V)."""
+
+    type: Literal["matmul"]
+    out_features: PositiveInt
+    operand: list[str] | None = None
+    heads: PositiveInt = 1
+    inner: PositiveInt | None = None
+    rows: PositiveInt | None = None
+
+    @field_validator("operand", mode="before")
+    @classmethod
+    def _one_operand(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    def add_to(self, b: NetworkBuilder) -> None:
+        b.matmul(self.name, self.inputs, self.out_features, self.operand, self.heads, self.inner, self.rows)
 
 
 LAYER_TYPES: dict[str, type[_LayerSpec]] = {
@@ -122,6 +150,7 @@ LAYER_TYPES: dict[str, type[_LayerSpec]] = {
     "pool": PoolSpec,
     "global_pool": GlobalPoolSpec,
     "eltwise": EltwiseSpec,
+    "matmul": MatmulSpec,
 }
 
 

@@ -132,7 +132,8 @@ def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | 
     levels = list(scheme.levels)
     if groups > 1:
         top = levels[-1]
-        levels[-1] = LevelScheme(top.level, top.stacks, (Loop("N", groups),) + top.updates, top.shr, top.bypass)
+        dim = "G" if layer.folds_batch else "N"  # a matmul of two fmaps runs its samples as groups
+        levels[-1] = LevelScheme(top.level, top.stacks, (Loop(dim, groups),) + top.updates, top.shr, top.bypass)
     return LayerScheme(layer, scheme.batch * groups, scheme.unit, tuple(levels), ifm_name=ifm_name)
 
 
@@ -140,7 +141,8 @@ def scheme_in_segment(net: Network, name: str, scheme: LayerScheme, groups: int 
     """A layer solve's scheme (made for its shape, one batch group) as layer
     ``name``'s in a segment: under its own name, its input named after its
     producers, repeated over ``groups`` batch groups (:func:`outer_batch`)."""
-    return outer_batch(scheme, net[name], groups, "+".join(net.producers(name)) or None)
+    fmaps = dict.fromkeys(e.src for e in net.in_edges(name) if e.port != "b")  # a matmul's operand is its ".b"
+    return outer_batch(scheme, net[name], groups, "+".join(fmaps) or None)
 
 
 def pin_reserve(net: Network, arch: ArchSpec) -> int | None:

@@ -1,4 +1,4 @@
-"""The model zoo: the networks of the KAPLA and TANGRAM evaluations.
+"""The model zoo: the networks of the KAPLA and TANGRAM evaluations, and transformers.
 
 ``get_network(name, batch)`` builds one by name; ``ZOO`` lists them. Names are
 case-insensitive and ignore dashes and underscores (``MLP-L`` and
@@ -18,6 +18,7 @@ from kapla.workload.zoo.lstm import lstm_l, lstm_m
 from kapla.workload.zoo.mlp import mlp
 from kapla.workload.zoo.mobilenet import mobilenet
 from kapla.workload.zoo.resnet import resnet50, resnet152
+from kapla.workload.zoo.transformers import bert_base, gpt2, gpt2_decode, llama3_8b, llama3_8b_decode, vit_b16
 from kapla.workload.zoo.vgg import vgg16
 
 ZOO: dict[str, Callable[[int], Network]] = {
@@ -32,9 +33,17 @@ ZOO: dict[str, Callable[[int], Network]] = {
     "mlp_l": partial(mlp, "mlp_l"),
     "lstm_m": lstm_m,
     "lstm_l": lstm_l,
+    "bert_base": bert_base,
+    "bert_base_512": partial(bert_base, tokens=512),
+    "gpt2": gpt2,
+    "gpt2_decode": gpt2_decode,
+    "llama3_8b_block": llama3_8b,
+    "llama3_8b_decode": llama3_8b_decode,
+    "vit_b16": vit_b16,
 }
 
-ALIASES = {"vgg": "vgg16", "resnet": "resnet152", "mlp": "mlp_l", "lstm": "lstm_l"}
+ALIASES = {"vgg": "vgg16", "resnet": "resnet152", "mlp": "mlp_l", "lstm": "lstm_l", "bert": "bert_base",
+           "vit": "vit_b16", "llama": "llama3_8b_block"}
 
 
 def _squash(name: str) -> str:
