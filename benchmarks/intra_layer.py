@@ -1,11 +1,13 @@
 """KAPLA's intra-layer solver against the exhaustive optimum, layer by layer.
 
 Run: python benchmarks/intra_layer.py [--configs multinode,region4x4,edge,four_level,simba] [--nets ...]
-                                      [--budget SECONDS] [--jobs N] [--limit N] [--baseline GIT_REF]
+                                      [--budget SECONDS] [--jobs N] [--limit N] [--baseline GIT_REF [--repeat N]]
 
 ``--budget 0`` runs KAPLA alone (its energy, time and validity per layer).
-``--baseline REF`` compares KAPLA here with KAPLA at another git revision on
-the classic configurations, both run by this command one after the other.
+``--baseline REF`` compares KAPLA here with KAPLA at another git revision,
+each in a worker process of its own, every layer solved by both in turn (who
+goes first alternates) so that both see the same machine; times are each
+worker's CPU seconds (the least of ``--repeat`` solves).
 
 For every distinct CONV/FC layer of AlexNet, VGG-16, GoogLeNet, ResNet-50,
 MobileNet and the MLPs, on three configurations (the whole 16x16 `multinode`
@@ -102,7 +104,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N distinct layers")
     parser.add_argument("--baseline", metavar="GIT_REF", default=None,
                         help="KAPLA only, against KAPLA of GIT_REF run in the same invocation (its own checkout, "
-                             "one process each, one after the other) on the configurations both know")
+                             "one process each, every layer solved by both in turn) on the configurations both know")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --baseline: solve each layer this many times per side, keep the least CPU time")
     args = parser.parse_args()
     layers = distinct_layers(args.nets.split(","))[: args.limit]
     if args.baseline:
@@ -164,7 +168,7 @@ def kapla_only(console: Console, rows: list[dict], groups: list[str], key: str =
     console.print(table)
 
 
-_BASELINE = """
+_WORKER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1] + "/benchmarks")
 from intra_layer import CONFIGS, arch_of, distinct_layers
@@ -172,42 +176,80 @@ try:
     from kapla.search.layer.kapla import KaplaIntraSolver
 except ImportError:  # a revision before the search/ layout
     from kapla.solve.kapla_intra import KaplaIntraSolver
-out = {}
-for config in sys.argv[2].split(","):
-    if config not in CONFIGS:  # a configuration this revision's benchmark does not know
-        continue
+layers = dict(distinct_layers(sys.argv[2].split(",")))
+repeat = int(sys.argv[3])
+print(json.dumps(sorted(CONFIGS)), flush=True)
+for line in sys.stdin:  # one 'config:layer' per line; answers its energy and least CPU seconds
+    config, label = line.strip().split(":", 1)
     arch, batch = arch_of(config)
-    for label, layer in distinct_layers(sys.argv[3].split(","))[: int(sys.argv[4]) if sys.argv[4] else None]:
-        t = time.perf_counter()
-        r = KaplaIntraSolver().solve(layer, batch, arch)
-        out[config + ":" + label] = (r.cost.total_energy, time.perf_counter() - t)
-print(json.dumps(out))
+    best = None
+    for _ in range(repeat):
+        t = time.process_time()
+        r = KaplaIntraSolver().solve(layers[label], batch, arch)
+        dt = time.process_time() - t
+        best = dt if best is None else min(best, dt)
+    print(json.dumps([r.cost.total_energy, best]), flush=True)
 """
 
 
-def _kapla_times(root: str, configs: list[str], args) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.path.join(root, "src")}
-    done = subprocess.run([sys.executable, "-c", _BASELINE, root, ",".join(configs), args.nets,
-                           str(args.limit or "")], env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+class _Worker:
+    """KAPLA of one source tree in a process of its own, solving one layer per request."""
+
+    def __init__(self, root: str, nets: str, repeat: int) -> None:
+        env = {**os.environ, "PYTHONPATH": os.path.join(root, "src")}
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, root, nets, str(repeat)], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.configs = set(json.loads(self.proc.stdout.readline()))
+
+    def solve(self, key: str) -> tuple[float, float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(key + "\n")
+        self.proc.stdin.flush()
+        energy, seconds = json.loads(self.proc.stdout.readline())
+        return energy, seconds
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _side_by_side(base: str, here: str, configs: list[str], layers, args) -> tuple[dict, dict]:
+    """Each layer solved by both trees in turn (who goes first alternates), so
+    that both see the same machine; CPU seconds of each worker process, the
+    least of ``--repeat`` runs."""
+    workers = [_Worker(base, args.nets, args.repeat), _Worker(here, args.nets, args.repeat)]
+    keys = [f"{c}:{label}" for c in configs if all(c in w.configs for w in workers) for label, _ in layers]
+    out: list[dict] = [{}, {}]
+    try:
+        with Progress(console=Console(width=150), transient=True) as bar:
+            task = bar.add_task("solving", total=len(keys))
+            for n, key in enumerate(keys):
+                for side in ((0, 1) if n % 2 == 0 else (1, 0)):
+                    out[side][key] = workers[side].solve(key)
+                bar.advance(task)
+    finally:
+        for w in workers:
+            w.close()
+    return out[0], out[1]
 
 
 def compare_with(ref: str, configs: list[str], layers, args) -> None:
-    """KAPLA of this tree and of ``ref`` on the same layers, one after the other."""
+    """KAPLA of this tree and of ``ref`` on the same layers, side by side (see :func:`_side_by_side`)."""
     here = str(Path(__file__).resolve().parents[1])
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "baseline")
         subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, ref], check=True,
                        capture_output=True)
         try:
-            old = _kapla_times(base, configs, args)
-            new = _kapla_times(here, configs, args)
+            old, new = _side_by_side(base, here, configs, layers, args)
         finally:
             subprocess.run(["git", "-C", here, "worktree", "remove", "--force", base], capture_output=True)
     console = Console(width=150)
     table = Table(title=f"KAPLA here against KAPLA at {ref} ({len(layers)} layers per configuration)")
     for col in ("config", "layers", "same energy", "lower", "mean energy ratio", "worst energy ratio",
-                f"{ref} s", "here s", "speed-up"):
+                f"{ref} CPU s", "here CPU s", "speed-up"):
         table.add_column(col, justify="left" if col == "config" else "right")
     for config in configs + ["all"]:
         keys = [k for k in new if k in old and (config == "all" or k.startswith(config + ":"))]
