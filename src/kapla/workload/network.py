@@ -385,15 +385,8 @@ class NetworkBuilder:
         as grouped-query attention does with ``heads`` = K/V heads and
         ``rows`` = query heads per K/V head x tokens.
         """
-        srcs = _names(inputs)
-        if not srcs:
-            raise NetworkError(f"layer '{name}': has no inputs")
-        shapes = [self.shape_of(s) for s in srcs]
-        first = shapes[0]
-        if all((sh.h, sh.w) == (first.h, first.w) for sh in shapes):
-            channels, tokens = sum(sh.c for sh in shapes), first.h * first.w
-        else:
-            channels, tokens = sum(sh.elems for sh in shapes), 1
+        srcs, shape = self._gather(name, inputs, None, concat_flat=True)
+        channels, tokens = shape.c, shape.h * shape.w
         if inner is None:
             if channels % heads:
                 raise NetworkError(f"layer '{name}': {channels} input channels do not split into {heads} heads")
