@@ -239,10 +239,10 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     narrow = [i for i in head if not relaxed[i]]
     blocks, refined, evaluated = _register_blocks(space, narrow, arr, beam)
     if wide:
-        more, more_refined, count = _register_blocks(space, wide, arr, beam * _RELAXED_BEAM)
-        blocks.update(more)
+        wide_blocks, wide_refined, count = _register_blocks(space, wide, arr, beam * _RELAXED_BEAM)
+        blocks.update(wide_blocks)
         evaluated += count
-        by_frame = dict(zip(narrow + wide, refined.tolist() + more_refined.tolist(), strict=True))
+        by_frame = dict(zip(narrow + wide, refined.tolist() + wide_refined.tolist(), strict=True))
         refined = np.array([by_frame[i] for i in head])
     chosen = set(head)
     order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
