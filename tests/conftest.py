@@ -4,6 +4,8 @@ published schema (docs/result-schema.json) before it is written."""
 from __future__ import annotations
 
 import os
+from functools import cache
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -41,3 +43,18 @@ def _json_outputs_follow_the_schema(monkeypatch):
 
     for module in WRITERS:
         monkeypatch.setattr(module, "emit_json", checked)
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@cache
+def small_hierarchy(name: str):
+    """A preset by name (a multinode array cut to 2x2 nodes, to keep searches
+    small) or an example file (``name.yaml``), loaded once."""
+    from kapla.arch import load_arch
+
+    if name.endswith(".yaml"):
+        return load_arch(EXAMPLES / name)
+    arch = load_arch(name)
+    return arch.with_node_region(2, 2) if arch.node_level is not None and name.startswith("multinode") else arch

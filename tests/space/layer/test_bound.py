@@ -7,34 +7,20 @@ cost would lose the optimum."""
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kapla.arch import load_arch
 from kapla.model.feed import FROM_DRAM, Feed
 from kapla.model.hardware import hardware
 from kapla.space.layer.bound import partial_bounds
 from kapla.space.layer.layer_space import LayerSpace
 from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
+from tests.conftest import small_hierarchy
 
 TOLERANCE = 1 + 1e-12
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-@cache
-def hierarchy(name: str):
-    if name.endswith(".yaml"):
-        return load_arch(EXAMPLES / name)
-    arch = load_arch(name)
-    return arch.with_node_region(2, 2) if arch.node_level is not None and name.startswith("multinode") else arch
-
-
 NAMES = ["multinode", "multinode_nndataflow", "edge", "eyeriss", "simba", "interstellar", "four_level.yaml",
          "four_level_l2.yaml", "four_level_pe_buffer.yaml", "eyeriss_lbuf.yaml"]
 
@@ -93,7 +79,7 @@ def small_layers(draw):
 @given(small_layers(), st.integers(1, 2), st.sampled_from(NAMES), st.sampled_from(FEEDS),
        st.lists(st.integers(0, 1 << 16), min_size=1, max_size=3))
 def test_no_valid_blocking_of_a_frame_beats_its_bound(layer, batch, name, feed, picks):
-    check_frames(layer, batch, hierarchy(name), feed, picks)
+    check_frames(layer, batch, small_hierarchy(name), feed, picks)
 
 
 @pytest.mark.parametrize("name", ["simba", "multinode_nndataflow", "four_level.yaml"])
@@ -101,13 +87,13 @@ def test_gapped_windows_sliding_are_bounded_as_the_model_counts_them(name):
     """A stride longer than the window: a temporal filter loop slides windows with
     gaps, which the model counts as one run (fewer words than the positions read)."""
     layer = Layer("p", Op.POOL, c=8, k=8, h=6, w=6, s=2, r=2, stride=(3, 3), mode="max")
-    assert check_frames(layer, 2, hierarchy(name), FROM_DRAM) > 0
+    assert check_frames(layer, 2, small_hierarchy(name), FROM_DRAM) > 0
 
 
 def test_the_bound_is_tight_where_a_frame_leaves_no_choice():
     """A frame whose one blocking is forced is bounded by about its cost (the bound
     counts what any scheme moves, not a fraction of it)."""
-    arch = hierarchy("multinode")
+    arch = small_hierarchy("multinode")
     space = LayerSpace(Problem(Layer("f", Op.FC, c=12, k=8, h=1, w=1), 4, arch))
     ratios = [space.bound(i).energy / real[0] for i in range(len(space)) if (real := least(space, i))]
     assert max(ratios) > 0.99 and min(ratios) > 0.5
@@ -160,11 +146,11 @@ def check_partial(layer: Layer, batch: int, arch, feed: Feed, frames) -> int:
 @given(small_layers(), st.integers(1, 2), st.sampled_from(NAMES), st.sampled_from(FEEDS),
        st.lists(st.integers(0, 1 << 16), min_size=1, max_size=2))
 def test_no_valid_completion_of_a_partial_blocking_beats_its_bound(layer, batch, name, feed, picks):
-    check_partial(layer, batch, hierarchy(name), feed, picks)
+    check_partial(layer, batch, small_hierarchy(name), feed, picks)
 
 
 @pytest.mark.parametrize("name", ["multinode", "four_level.yaml", "simba"])
 def test_partial_bounds_are_checked_somewhere(name):
     """The property above is not vacuous: a plain CONV has frames with valid blockings on each kind of hierarchy."""
     layer = Layer("c", Op.CONV, c=4, k=8, h=6, w=6, s=3, r=3)
-    assert check_partial(layer, 2, hierarchy(name), FROM_DRAM, range(0, 400, 37)) > 0
+    assert check_partial(layer, 2, small_hierarchy(name), FROM_DRAM, range(0, 400, 37)) > 0

@@ -5,28 +5,14 @@ energy), and its scheme is valid."""
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 import pytest
 
-from kapla.arch import load_arch
 from kapla.model import evaluate
 from kapla.model.feed import FROM_DRAM, Feed
 from kapla.search.layer.exhaustive.solver import _solve
 from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
-
-EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
-
-
-@cache
-def hierarchy(name: str):
-    if name.endswith(".yaml"):
-        return load_arch(EXAMPLES / name)
-    arch = load_arch(name)
-    return arch.with_node_region(2, 2) if name == "multinode" else arch
-
+from tests.conftest import small_hierarchy
 
 LAYERS = {
     "conv": (Layer("c", Op.CONV, c=4, k=6, h=6, w=6, s=3, r=3), 2),
@@ -48,7 +34,7 @@ CASES = [
 @pytest.mark.parametrize(("name", "key", "objective", "feed"), CASES)
 def test_branch_and_bound_finds_what_costing_everything_finds(name, key, objective, feed):
     layer, batch = LAYERS[key]
-    problem = Problem(layer, batch, hierarchy(name), objective, feed)
+    problem = Problem(layer, batch, small_hierarchy(name), objective, feed)
     pruned, everything = _solve(problem, None), _solve(problem, None, prune=False)
     assert pruned.complete and everything.complete
     assert (pruned.scheme is None) == (everything.scheme is None)

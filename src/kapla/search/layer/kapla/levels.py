@@ -463,14 +463,14 @@ def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndar
     with loop counts ``taken`` at ``level`` and the rest at the top; each factor
     row tried under each of its ``orders_here`` (and ``top_orders``)."""
     F = len(src)
-    units = np.stack([s.unit for s in states])
+    units, below = _state_arrays(states, level)
     unit = units[src]
     left = np.stack([s.left for s in states])[src] // taken
     ones = np.ones((F, ND), np.int64)
     counts = []
     for lvl in range(n):
         if lvl < level:
-            counts.append(np.stack([s.counts[lvl] for s in states])[src])
+            counts.append(below[lvl][src])
         elif lvl == level:
             counts.append(taken if level < n - 1 else taken * left)
         elif lvl == n - 1:
