@@ -182,3 +182,42 @@ def _four_level():
     from kapla.arch import load_arch as load
 
     return load(str(Path(__file__).resolve().parents[4] / "examples" / "four_level.yaml"))
+
+
+@pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
+def test_fetching_once_bounds_the_dram_estimate_and_a_subset_is_estimated_alike(arch_name, layer):
+    """The ranking computes the DRAM estimate only for the frames whose bound
+    (fetching every tensor once) could place them among the best: that needs
+    the bound below every estimate, and a frame's estimate the same whatever
+    other frames it is computed with."""
+    arch = ARCHS[arch_name]
+    found = frames(layer, 4, arch)
+    arr = E.frame_arrays(found, arch)
+    whole = E.dram(arr, arch, unfit=np.inf)
+    once = E.fetch_once(arr, arch)
+    fits = np.isfinite(whole)
+    assert np.all(once[fits] <= whole[fits])
+    rng = np.random.default_rng(len(found))
+    for _ in range(3):
+        some = np.sort(rng.choice(len(found), size=max(1, len(found) // 3), replace=False))
+        assert np.array_equal(E.dram(arr.take(some), arch, unfit=np.inf), whole[some])
+
+
+@pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
+def test_the_ranking_picks_the_best_frames_a_full_sort_would(arch_name, layer):
+    from kapla.search.layer.kapla.levels import _Estimates
+
+    arch = ARCHS[arch_name]
+    found = frames(layer, 4, arch)
+    arr = E.frame_arrays(found, arch)
+    on, d = E.on_chip(arr, arch), E.dram(arr, arch, unfit=np.inf)
+    fits = np.isfinite(d)
+    # the order the pruned ranking must give: frames that fit first, by estimate, ties by index
+    full = np.lexsort((np.arange(len(found)), np.where(fits, on + np.where(fits, d, 0), on), ~fits))
+    rng = np.random.default_rng(7)
+    for k in (1, 3, 30, len(found)):
+        est = _Estimates(arr, arch)
+        assert est.least(np.arange(len(found)), k, est.on).tolist() == full[:k].tolist()
+        pool = np.sort(rng.choice(len(found), size=max(1, len(found) // 2), replace=False))
+        want = [i for i in full.tolist() if i in set(pool.tolist())][:k]
+        assert _Estimates(arr, arch).least(pool, k, est.on).tolist() == want

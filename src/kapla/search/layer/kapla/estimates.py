@@ -396,7 +396,7 @@ def _grid_reloads(counts: list[np.ndarray], cum: list[np.ndarray], relevant: lis
     return reload
 
 
-def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
+def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False, unfit: float | None = None) -> np.ndarray:
     """The cheapest DRAM-level traffic of a family of analytic blockings, per frame
     (0 without a level between the registers and DRAM).
 
@@ -408,39 +408,52 @@ def dram(arr: FrameArrays, arch: ArchSpec, once: bool = False) -> np.ndarray:
     back their partial sums. The energy counts DRAM words, NoC hops to the
     nearest channel and buffer-sharing rotation, and the static energy of
     DRAM-bound time; blockings that overflow the node buffer are dropped.
-    ``once``: less what fetching every tensor once would cost.
+    ``once``: less what fetching every tensor once would cost. A frame none
+    of whose blockings fits gets ``unfit``, or by default a value that ranks
+    it behind every frame of ``arr`` that fits.
     """
     if len(arch.levels) < 3:
         return np.zeros(len(arr.rest))
     best = _by_pattern(arr, lambda sub, varying: _dram_family(sub, arch, varying))
-    if once:  # less what fetching every tensor once would cost
-        layer, S = arr.layer, len(arr.rest)
-        full, s1, shr, dist, nodes, trips = arr.full, arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
-        e_node = word_energy(arch, _node(arch))
-        nom = arr.mu * arr.s0 * arr.in0 * arr.rest
-        c1 = np.minimum(nom, full)
-        g1 = np.minimum(c1 * s1, full)
-        fps_c = footprints(c1, layer)
-        fps_g = footprints(g1, layer)
-        dram_ = np.zeros(S)
-        noc = np.zeros(S)
-        rot = np.zeros(S)
-        for r in tensor_roles(layer):
-            dram_ += fps_g[r.kind] * r.copies
-            if r.written:
-                noc += fps_g[r.kind] * r.copies * dist
-            else:
-                node_words = fps_c[r.kind] * r.copies * nodes
-                noc += node_words / shr[r.kind] * dist
-                rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
-        best = best - (dram_ * word_energy(arch, -1) + (noc + rot) * arch.hop_energy
-                       + 2 * rot * e_node
-                       + np.maximum(dram_ / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
+    if once:
+        best = best - fetch_once(arr, arch)
     # a frame none of whose analytic blockings fits still gets ranked (last)
     finite = np.isfinite(best)
+    if unfit is not None:
+        return np.where(finite, best, unfit)
     if not finite.all():
         best = np.where(finite, best, (best[finite].max() if finite.any() else 0.0) * _UNFIT_PENALTY + 1.0)
     return best
+
+
+def fetch_once(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
+    """What fetching every tensor once costs at the DRAM level, per frame (the
+    DRAM words, NoC hops and rotation, and static energy :func:`dram` counts for
+    a blocking that re-fetches nothing): a lower bound of :func:`dram`'s
+    finite values (0 without a level between the registers and DRAM)."""
+    if len(arch.levels) < 3:
+        return np.zeros(len(arr.rest))
+    layer, S = arr.layer, len(arr.rest)
+    full, s1, shr, dist, nodes, trips = arr.full, arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
+    e_node = word_energy(arch, _node(arch))
+    nom = arr.mu * arr.s0 * arr.in0 * arr.rest
+    c1 = np.minimum(nom, full)
+    g1 = np.minimum(c1 * s1, full)
+    fps_c = footprints(c1, layer)
+    fps_g = footprints(g1, layer)
+    dram_ = np.zeros(S)
+    noc = np.zeros(S)
+    rot = np.zeros(S)
+    for r in tensor_roles(layer):
+        dram_ += fps_g[r.kind] * r.copies
+        if r.written:
+            noc += fps_g[r.kind] * r.copies * dist
+        else:
+            node_words = fps_c[r.kind] * r.copies * nodes
+            noc += node_words / shr[r.kind] * dist
+            rot += node_words * (shr[r.kind] - 1) / shr[r.kind]
+    return (dram_ * word_energy(arch, -1) + (noc + rot) * arch.hop_energy + 2 * rot * e_node
+            + np.maximum(dram_ / arch.dram_bandwidth_words - trips, 0) * arch.static_energy)
 
 
 def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.ndarray:
@@ -556,5 +569,5 @@ def footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
             Kind.IFM: _grid_product([n, g, c, rows, cols])}
 
 
-__all__ = ["FrameArrays", "dram", "estimates", "faithful", "footprints", "footprints_of", "frame_arrays", "on_chip",
-           "regf"]
+__all__ = ["FrameArrays", "dram", "estimates", "faithful", "fetch_once", "footprints", "footprints_of", "frame_arrays",
+           "on_chip", "regf"]

@@ -48,11 +48,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
@@ -199,7 +200,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
 
 
 def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int = REFINE_REGF
-          ) -> tuple[list[tuple[int, list[_State] | None]], int, FrameArrays]:
+          ) -> tuple[Iterator[tuple[int, list[_State] | None]], int, FrameArrays]:
     """The frames to descend, in order, each with its best register blocks, and
     the candidates costed. Frames are ranked by their analytic estimate
     (:func:`kapla.search.layer.kapla.estimates.estimates`); the first ``refine``
@@ -210,28 +211,27 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     those has a valid scheme. Also the frames' rows for the estimates."""
     arch = space.problem.arch
     arr = frame_arrays(space.frames, arch)
-    dram_part = estimates.dram(arr, arch)
-    values = estimates.on_chip(arr, arch) + dram_part
-    order = [int(i) for i in np.argsort(values, kind="stable")]
+    est = _Estimates(arr, arch)
     # a relaxed mapping's strips and partial filters are estimated less
     # faithfully than whole rows and filters: they are searched beside the
     # template's frames, never in place of them
-    relaxed = [any(sp.relaxed for sp in f.spatial) for f in space.frames]
-    plain = [i for i in order if not relaxed[i]]
+    relaxed = np.array([any(sp.relaxed for sp in f.spatial) for f in space.frames], dtype=bool)
+    everything = np.arange(len(space.frames), dtype=np.int64)
+    plain = everything[~relaxed]
     # relaxed frames have a re-ranking budget of their own: the frame estimate
     # ranks them behind the template's (it assumes strips reload their halos
     # and partial filters their windows), but their best register block can
     # be the best of all (AlexNet conv1 on a 4x4 block of nodes: a third lower)
-    among = sum(relaxed[i] for i in order[:refine])  # those the frame estimate itself ranks among the first
-    head = plain[:refine] + [i for i in order if relaxed[i]][:max(among, refine // _RELAXED_SHARE)]
+    among = int(relaxed[est.least(everything, refine, est.on)].sum())  # those ranked among the first
+    head = (est.least(plain, refine, est.on).tolist()
+            + est.least(everything[relaxed], max(among, refine // _RELAXED_SHARE), est.on).tolist())
     if refine_regf:
         # the on-chip bound assumes registers that hold a PE's whole block;
         # where they cannot, a frame it ranks low can be the best
-        rows = np.array(sorted(plain), dtype=np.int64)
-        sub = arr.take(rows)
-        by_regf = sub.trips * arch.static_energy + estimates.regf(sub, arch) + dram_part[rows]
-        seen = set(head)
-        head += [i for i in (int(rows[j]) for j in np.argsort(by_regf, kind="stable")) if i not in seen][:refine_regf]
+        by_regf = np.full(len(everything), np.inf)
+        by_regf[plain] = arr.trips[plain] * arch.static_energy + estimates.regf(arr.take(plain), arch)
+        left = plain[~np.isin(plain, head)]
+        head += est.least(left, refine_regf, by_regf).tolist()
     # a relaxed frame's best blocking is further from its best register blocks
     # by the estimate (a partial filter looped above them, a strip reloading
     # its halo): more of them are descended
@@ -245,7 +245,7 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         by_frame = dict(zip(narrow + wide, refined.tolist() + wide_refined.tolist(), strict=True))
         refined = np.array([by_frame[i] for i in head])
     chosen = set(head)
-    order = [head[j] for j in np.argsort(refined, kind="stable")] + [i for i in order if i not in chosen]
+    order = [head[j] for j in np.argsort(refined, kind="stable")]
     # the best ``top`` template frames, and the best half as many relaxed ones
     with_blocks = [i for i in order if blocks.get(i)]
     # frames alike in both estimates and in what they leave to blocking (as a
@@ -256,7 +256,7 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # a feed: the estimates ignore it, and where the data come from or go to
     # can tell mirror images apart
     fed = space.problem.fed is not None
-    twins = {i: (float(values[i]), float(refined[j]), relaxed[i], tuple(sorted(space.frames[i].rest)))
+    twins = {i: (est.key(i), float(refined[j]), bool(relaxed[i]), tuple(sorted(space.frames[i].rest)))
              + ((i,) if fed else ()) for j, i in enumerate(head)}
     with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
@@ -275,7 +275,69 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
                 if i in twins:
                     kinds.add(twins[i])
     taken = set(first)
-    return [(i, blocks[i]) for i in first] + [(i, None) for i in order if i not in taken], evaluated, arr
+
+    def rest() -> Iterator[tuple[int, list[_State] | None]]:
+        # the frames past those descended, in the estimate's order: only
+        # reached where the buffers or a feed rule the first ones out
+        yield from ((i, None) for i in order if i not in taken)
+        yield from ((i, None) for i in est.least(everything, len(everything), est.on).tolist()
+                    if i not in taken and i not in chosen)
+
+    return itertools.chain([(i, blocks[i]) for i in first], rest()), evaluated, arr
+
+
+class _Estimates:
+    """The frames' analytic estimates (:func:`kapla.search.layer.kapla.estimates.estimates`),
+    their DRAM part computed only where a ranking needs it: what fetching
+    every tensor once costs bounds it from below, so a frame whose bound is
+    past the ``k``-th best value known cannot be among the best ``k``. A
+    frame none of whose DRAM-level blockings fits ranks behind every frame
+    that fits (among them, by the rest of its estimate)."""
+
+    def __init__(self, arr: FrameArrays, arch: ArchSpec) -> None:
+        self.arr, self.arch = arr, arch
+        self.on = estimates.on_chip(arr, arch)
+        self.once = estimates.fetch_once(arr, arch)
+        self.dram = np.full(len(self.on), np.nan)
+
+    def _compute(self, idx: np.ndarray) -> None:
+        missing = idx[np.isnan(self.dram[idx])]
+        for a in range(0, len(missing), _ROWS_PER_CALL):
+            part = missing[a:a + _ROWS_PER_CALL]
+            self.dram[part] = estimates.dram(self.arr.take(part), self.arch, unfit=np.inf)
+
+    def _keys(self, idx: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = self.dram[idx]
+        unfit = ~np.isfinite(d)
+        return unfit, np.where(unfit, base[idx], base[idx] + np.where(unfit, 0.0, d))
+
+    def key(self, i: int) -> tuple[bool, float]:
+        """Frame ``i``'s place by :attr:`on` plus the DRAM estimate (computed)."""
+        unfit, value = self._keys(np.array([i]), self.on)
+        return bool(unfit[0]), float(value[0])
+
+    def least(self, pool: np.ndarray, k: int, base: np.ndarray) -> np.ndarray:
+        """The ``k`` frames of ``pool`` least by ``base`` plus the DRAM estimate,
+        best first (ties by index)."""
+        if k <= 0 or not len(pool):
+            return pool[:0]
+        bound = base[pool] + self.once[pool]
+        by_bound = np.lexsort((pool, bound))
+        cand, bound = pool[by_bound], bound[by_bound]
+        done, step = 0, max(2 * k, 64)
+        while True:
+            done = min(len(cand), done + step)
+            step *= 2
+            self._compute(cand[:done])
+            unfit, value = self._keys(cand[:done], base)
+            best = np.lexsort((cand[:done], value, unfit))
+            if done == len(cand):
+                break
+            if len(best) >= k:
+                last = best[k - 1]
+                if not unfit[last] and value[last] < bound[done]:
+                    break
+        return cand[:done][best[:k]]
 
 
 def _first_of_each(items: Sequence[int], kind: Mapping[int, tuple]) -> list[int]:
