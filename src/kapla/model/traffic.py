@@ -366,9 +366,9 @@ def _distance(nests: Nests, hw: Hardware, feed: Feed | None) -> np.ndarray | flo
     if feed is not None and feed.dram_hops is not None:
         return float(feed.dram_hops)
     g_rows, g_cols = nests.stacks[hw.node].grid()
-    grids = np.stack([g_rows, g_cols], axis=1)
-    uniq, inv = np.unique(grids, axis=0, return_inverse=True)
-    vals = np.array([mean_channel_distance(hw.channels, (0, 0), (int(a), int(b))) for a, b in uniq])
+    g_rows, g_cols = np.broadcast_arrays(np.asarray(g_rows, dtype=np.int64), np.asarray(g_cols, dtype=np.int64))
+    uniq, inv = np.unique(g_rows * (1 << 32) + g_cols, return_inverse=True)  # one number per grid
+    vals = np.array([mean_channel_distance(hw.channels, (0, 0), (int(v) >> 32, int(v) & 0xFFFFFFFF)) for v in uniq])
     return vals[inv.reshape(-1)][nests.rows]
 
 

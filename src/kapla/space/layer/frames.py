@@ -370,7 +370,12 @@ def split_rows(left: np.ndarray, dims: Sequence[int]) -> tuple[np.ndarray, np.nd
     rows = np.arange(left.shape[0])
     taken = np.ones((left.shape[0], ND), dtype=np.int64)
     for d in dims:
-        values, which = np.unique(left[rows, d], return_inverse=True)
+        # the distinct values among the source rows (fewer than the rows grown so far)
+        if left.shape[0] == 1:
+            values, which = left[:, d], np.zeros(len(rows), dtype=np.int64)
+        else:
+            values, first = np.unique(left[:, d], return_inverse=True)
+            which = first.reshape(-1)[rows]
         divs = [_divisors(int(v)) for v in values]
         flat = np.array([x for v in divs for x in v], dtype=np.int64)
         sizes = np.array([len(v) for v in divs], dtype=np.int64)

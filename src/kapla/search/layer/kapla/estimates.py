@@ -89,21 +89,23 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
     """The rows of ``frames`` (of one layer) for the estimates."""
     layer, batch = frames[0].layer, frames[0].batch
     full = np.array([layer_dims(layer, batch)[d] for d in DIMS], dtype=np.int64)
-    rows: dict = {}
+    rows: dict = {}  # a row's index in ``unique``
+    unique: list[tuple] = []
     dist_cache: dict = {}
-    cols = []
+    which = np.empty(len(frames), dtype=np.int64)
     shr = {k: np.ones(len(frames), dtype=np.int64) for k in Kind}
     for i, f in enumerate(frames):
         for k, n in f.shr:
             shr[k][i] = n
         # by identity: the sharing choices of one spatial choice share its tuple
         key = (id(f.spatial), f.rest)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = _row(f, arch, dist_cache)
-        cols.append(row)
-    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = (np.array(c) for c in zip(*cols,
-                                                                                                    strict=True))
+        at = rows.get(key)
+        if at is None:
+            at = rows[key] = len(unique)
+            unique.append(_row(f, arch, dist_cache))
+        which[i] = at
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = (np.array(c)[which] for c in zip(
+        *unique, strict=True))
     M = max(len(frames[0].spatial) - 2, 0)
     return FrameArrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
                        in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
@@ -293,15 +295,15 @@ def _by_pattern(arr: FrameArrays, family) -> np.ndarray:
     family's grid has an axis per varying dim, so one row that strips a dim
     (a relaxed mapping) would otherwise multiply the grid of every row by a
     dim along which the others have nothing to split."""
-    loops = arr.rest > 1
-    patterns, where = np.unique(loops, axis=0, return_inverse=True)
+    masks = (arr.rest > 1) @ (1 << np.arange(ND, dtype=np.int64))  # the looping dims as bits
+    patterns, where = np.unique(masks, return_inverse=True)
     where = where.reshape(-1)
     if len(patterns) == 1:
-        return family(arr, [j for j in range(ND) if patterns[0, j]])
+        return family(arr, [j for j in range(ND) if patterns[0] >> j & 1])
     out = np.empty(len(arr.rest))
-    for p, pattern in enumerate(patterns):
+    for p, pattern in enumerate(patterns.tolist()):
         idx = np.flatnonzero(where == p)
-        out[idx] = family(arr.take(idx), [j for j in range(ND) if pattern[j]])
+        out[idx] = family(arr.take(idx), [j for j in range(ND) if pattern >> j & 1])
     return out
 
 
