@@ -94,10 +94,17 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
         return []
     ok = _covers(full, found)
     out: list[Frame] = []
+    by_node: dict[int, list] = {}  # one node level's spatial choice is shared by many frames
     for (spatial, rest), good in zip(found, ok, strict=True):
         if not good:
             continue
-        options = sharing_options(NodePartition(spatial[node].stacks), layer, sharing) if n >= 2 else [()]
+        if n >= 2:
+            options = by_node.get(id(spatial[node]))
+            if options is None:
+                options = by_node[id(spatial[node])] = sharing_options(NodePartition(spatial[node].stacks), layer,
+                                                                       sharing)
+        else:
+            options = [()]
         out.extend(Frame(layer, batch, spatial, shr, rest, names) for shr in options)
     return out
 

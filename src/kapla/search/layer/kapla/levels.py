@@ -324,7 +324,7 @@ class _Estimates:
         bound = base[pool] + self.once[pool]
         by_bound = np.lexsort((pool, bound))
         cand, bound = pool[by_bound], bound[by_bound]
-        done, step = 0, max(2 * k, 64)
+        done, step = 0, max(8 * k, 256)  # few calls: each has a fixed cost
         while True:
             done = min(len(cand), done + step)
             step *= 2
