@@ -87,6 +87,7 @@ REFINE = 30  # frames re-ranked by their best register block's estimate, the fir
 _RELAXED_SHARE = 3  # relaxed frames re-ranked: this fraction of ``refine``, the best by the frame estimate
 _RELAXED_BEAM = 2  # times as many register blocks descended on a relaxed frame
 REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
+_SHARED_SIBLINGS = True  # with a middle level, each template frame descended brings its most-shared sibling
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
 # one innermost loop per level, and only the best ``_KEPT_SPLITS`` splits under
@@ -262,12 +263,30 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
     first = [i for i in with_blocks if i in kept]
+    if arr.below.shape[1] and _SHARED_SIBLINGS:
+        # with a level between the registers and the node buffer, sharing a
+        # tensor among nodes frees node-buffer room that lets that level keep
+        # its partial sums across a whole reduction: the estimates, which see
+        # the hierarchy through its two ends, charge the rotation and miss
+        # that, so each template frame descended brings its most-shared sibling
+        siblings = _most_shared_siblings(space, [i for i in first if not relaxed[i]], set(first))
+        if siblings:
+            found, _, count = _register_blocks(space, list(siblings.values()), arr, beam)
+            evaluated += count
+            grown = []
+            for i in first:
+                grown.append(i)
+                j = siblings.get(i)
+                if j is not None and found.get(j):
+                    grown.append(j)
+                    blocks[j] = found[j]
+            first = grown
     if not estimates.faithful(arch):
         # the estimates see a deeper hierarchy through its two ends only: the
         # cost model's own ranking of the frames adds its best few
         more, count = _model_ranked(space, top, beam)
         evaluated += count
-        kinds = {twins[i] for i in first}
+        kinds = {twins[i] for i in first if i in twins}
         for i, states in more:
             if i not in first and twins.get(i) not in kinds:
                 first.append(i)
@@ -338,6 +357,24 @@ class _Estimates:
                 if not unfit[last] and value[last] < bound[done]:
                     break
         return cand[:done][best[:k]]
+
+
+def _most_shared_siblings(space: LayerSpace, frames: Sequence[int], taken: set[int]) -> dict[int, int]:
+    """Per frame of ``frames`` that has one not in ``taken``, its sibling (the same
+    stacks, other buffer sharing) that shares the most (nodes per copy,
+    multiplied over the tensors shared; ties: the first)."""
+    by_stacks: dict[tuple, list[int]] = {}
+    for j, f in enumerate(space.frames):
+        by_stacks.setdefault((f.spatial, f.rest), []).append(j)
+    out = {}
+    for i in frames:
+        f = space.frames[i]
+        degree = math.prod(n for _, n in f.shr)
+        best = max(by_stacks[(f.spatial, f.rest)], key=lambda j: (math.prod(n for _, n in space.frames[j].shr), -j))
+        if best not in taken and math.prod(n for _, n in space.frames[best].shr) > degree:
+            out[i] = best
+            taken.add(best)
+    return out
 
 
 def _first_of_each(items: Sequence[int], kind: Mapping[int, tuple]) -> list[int]:
