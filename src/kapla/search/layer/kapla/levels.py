@@ -167,15 +167,15 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     # refinements of several objectives share them where they pass the same point
     steps: dict = {}
     for objective in objectives:
-        ends = sorted(points[objective], key=lambda end: end[0])
-        seeded = ends[:seeds]
+        ranked_ends = sorted(points[objective], key=lambda end: end[0])
+        seeded = ranked_ends[:seeds]
         if seeds and _RELAXED_SEED and not any(_relaxed(space, i) for _, i, _ in seeded):
             # a relaxed frame's descent ends further from its best blocking (its
             # register blocks judged with a partial filter looped above them, or a
             # strip reloading its halo): its best end is refined too (AlexNet conv2
             # at batch 16 on the four-level example: 7.17 -> 6.00 mJ, where the
             # best two ends of the template's frames stay at 6.54)
-            seeded += [end for end in ends[seeds:] if _relaxed(space, end[1])][:1]
+            seeded += [end for end in ranked_ends[seeds:] if _relaxed(space, end[1])][:1]
         for key, i, point in seeded:
             found, count = _refine(spaces[objective], i, point, key, steps)
             evaluated[objective] += count
