@@ -88,6 +88,7 @@ _RELAXED_SHARE = 3  # relaxed frames re-ranked: this fraction of ``refine``, the
 _RELAXED_BEAM = 2  # times as many register blocks descended on a relaxed frame
 REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 _RELAXED_SEED = True  # the best end of a relaxed frame is refined too
+_BEST_SIBLING = True  # with a middle level, the frame of the best scheme brings its most-shared sibling
 _SHARED_SIBLINGS = True  # with a middle level, each template frame descended brings its most-shared sibling
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
@@ -129,10 +130,35 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     schemes = dict.fromkeys(objectives, 0)  # frames in which each objective's descent found a scheme
     extra = 0  # frames descended past the best ranked, once some scheme was found
     going = list(spaces)  # the objectives still descending
-    for i, states in ranked:
+    best_frame: dict[str, int] = {}
+    descended: set[int] = set()
+
+    def visit(i: int, states: list[_State], objectives_: Sequence[str],
+              into: dict[str, list[tuple[tuple[float, float], int, _Point]]]) -> None:
         # frame by frame, each objective's descent in turn: they share the steps
         # where their states agree, kept only while this frame is searched
         memo: dict = {}
+        descended.add(i)
+        for objective in objectives_:
+            # ``beam`` register blocks at a time (a relaxed frame has more): each
+            # group descends as a frame with fewer would, the others beside it
+            gave = False
+            for group in range(0, len(states), beam):
+                # only the first group's ends are refined: the others' would
+                # crowd out the seeds a frame with ``beam`` blocks would give
+                found, count, ends = _descend(spaces[objective], i, states[group:group + beam], beam, memo,
+                                              0 if group else seeds)
+                evaluated[objective] += count
+                into[objective] += [(key, i, point) for key, point in ends]
+                now = best[objective]
+                if found is not None:
+                    gave = True
+                    if now is None or better(found.key, now.key):
+                        best[objective] = found
+                        best_frame[objective] = i
+            schemes[objective] += gave
+
+    for i, states in ranked:
         if states is None:
             # past the frames ranked best: where the buffers or a feed ruled some
             # out, go on down the ranking until ``top`` frames gave a scheme
@@ -145,23 +171,23 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             states = blocks.get(i, [])
             for objective in going:
                 evaluated[objective] += count
-        for objective in going:
-            # ``beam`` register blocks at a time (a relaxed frame has more): each
-            # group descends as a frame with fewer would, the others beside it
-            gave = False
-            for group in range(0, len(states), beam):
-                # only the first group's ends are refined: the others' would
-                # crowd out the seeds a frame with ``beam`` blocks would give
-                found, count, ends = _descend(spaces[objective], i, states[group:group + beam], beam, memo,
-                                              0 if group else seeds)
+        visit(i, states, going, points)
+    # ends of descents added after the ranked ones: refined beside the best
+    # ends of those, never in place of them
+    late: dict[str, list[tuple[tuple[float, float], int, _Point]]] = {objective: [] for objective in objectives}
+    if arr.below.shape[1] and _BEST_SIBLING:
+        # with a level between the registers and the node buffer, the frame that
+        # gave the best scheme brings its most-shared sibling too, where the
+        # ranking did not (the estimates miss what sharing frees there: see _rank)
+        for objective in objectives:
+            at = best_frame.get(objective)
+            j = None if at is None else _most_shared_siblings(space, [at], set(descended)).get(at)
+            if j is not None:
+                found_blocks, _, count = _register_blocks(space, [j], arr,
+                                                          beam * (_RELAXED_BEAM if _relaxed(space, j) else 1))
                 evaluated[objective] += count
-                points[objective] += [(key, i, point) for key, point in ends]
-                now = best[objective]
-                if found is not None:
-                    gave = True
-                    if now is None or better(found.key, now.key):
-                        best[objective] = found
-            schemes[objective] += gave
+                if found_blocks.get(j):
+                    visit(j, found_blocks[j], [objective], late)
     # the descents' best ends, whatever their frame, refined locally; a point's
     # neighbours and their costs do not depend on the objective, so the
     # refinements of several objectives share them where they pass the same point
@@ -176,6 +202,7 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             # at batch 16 on the four-level example: 7.17 -> 6.00 mJ, where the
             # best two ends of the template's frames stay at 6.54)
             seeded += [end for end in ranked_ends[seeds:] if _relaxed(space, end[1])][:1]
+        seeded += sorted(late[objective], key=lambda end: end[0])[:1 if seeds else 0]
         for key, i, point in seeded:
             found, count = _refine(spaces[objective], i, point, key, steps)
             evaluated[objective] += count
