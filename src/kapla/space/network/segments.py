@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kapla.dataflow.segment import AnyRegion, FoldedRegion, Region
@@ -226,10 +227,15 @@ FOLD_UTILISATION = 0.95  # the tallest stripe whose counts keep the regions this
 
 def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
                  array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
-    """Node counts for the slots in proportion to their operations, laid out as
-    folded regions one after another along one zig-zag path over the whole
-    array (:class:`~kapla.dataflow.segment.FoldedRegion`); None for one slot, or
-    more slots than nodes.
+    """The slots on folded regions sized by their operations (:func:`fold_allocation`)."""
+    return fold_allocation([slot_ops(net, s) for s in slots], array)
+
+
+def fold_allocation(ops: Sequence[int], array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
+    """Node counts in proportion to ``ops`` (one per slot), laid out as folded
+    regions one after another along one zig-zag path over the whole array
+    (:class:`~kapla.dataflow.segment.FoldedRegion`); None for one slot, or more
+    slots than nodes.
 
     Counts are multiples of a unit ``h``, a divisor of the array height:
     the tallest whose counts leave the slots at least ``FOLD_UTILISATION`` as
@@ -241,21 +247,19 @@ def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
     is a plain :class:`Region`.
     """
     height, width = array
-    if len(slots) < 2 or len(slots) > height * width:
+    if len(ops) < 2 or len(ops) > height * width:
         return None
-    ops = [max(slot_ops(net, s), 1) for s in slots]
+    work = [max(o, 1) for o in ops]
     best: tuple[float, list[int]] | None = None
     for unit in sorted((d for d in range(1, height + 1) if height % d == 0), reverse=True):
         columns = height // unit * width
-        if len(slots) > columns:
+        if len(work) > columns:
             continue
-        share = _balanced(ops, columns)
-        counts = [n * unit for n in share]
-        utilisation = sum(ops) / (max(o / n for o, n in zip(ops, counts, strict=True)) * sum(counts))
-        if best is None or utilisation > best[0] + 1e-12:
+        counts = [n * unit for n in _balanced(work, columns)]
+        utilisation = sum(work) / (max(o / n for o, n in zip(work, counts, strict=True)) * sum(counts))
+        if best is None or utilisation > best[0] + 1e-12 or utilisation >= FOLD_UTILISATION:
             best = (utilisation, counts)
         if utilisation >= FOLD_UTILISATION:
-            best = (utilisation, counts)
             break
     assert best is not None  # unit 1 always has a column per slot
     counts = best[1]
@@ -269,7 +273,7 @@ def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
     return tuple(regions)
 
 
-def _balanced(ops: list[int], columns: int) -> list[int]:
+def _balanced(ops: Sequence[int], columns: int) -> list[int]:
     """``columns`` split among the slots, at least one each, every next one to the slot
     with the most operations per column so far (the split with the least largest ratio)."""
     share = [1] * len(ops)
@@ -291,4 +295,5 @@ def layer_region_share(net: Network, layer: Layer, slots: tuple[tuple[str, ...],
     return 0.0
 
 
-__all__ = ["SegmentPlan", "allocate_regions", "fold_regions", "schedule_order", "segment_plans", "slots_of"]
+__all__ = ["SegmentPlan", "allocate_regions", "fold_allocation", "fold_regions", "schedule_order", "segment_plans",
+           "slots_of"]
