@@ -91,7 +91,7 @@ def spatial(net, arch, pinned=False, groups=1, folded=False):
     """The spatial schemes of the whole network, on rectangles (``folded``: on folded regions only)."""
     return [s for s in inter_schemes(net, arch, whole(net), pinned, folded)
             if s.layout == "spatial" and s.groups == groups
-            and any(getattr(r, "folded", False) for r in s.regions) == folded]
+            and s.folded == folded]
 
 
 def test_tangram_pins_each_slot_in_its_own_region_where_kaplas_rule_refuses():

@@ -53,6 +53,8 @@ class InterScheme:
     #: TANGRAM's pinning: per slot, the words per node its pinned weights take
     #: (0: not pinned). Empty under kapla's rule: every slot keeps the search's reserve.
     pins: tuple[int, ...] = ()
+    #: the regions were allocated by node count along a folded path (:func:`fold_regions`), not as rectangles
+    folded: bool = False
 
     @property
     def layout(self) -> str:
@@ -189,6 +191,7 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
     (:func:`fold_regions`) where they differ."""
     whole = Region((0, 0), arch.node_array)
     layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[AnyRegion, ...]]]
+    folds_at = -1  # the layout on folded regions
     if len(plan) == 1:
         layouts = [(plan.slots, (whole,))]
         groups: tuple[int, ...] = (1,)
@@ -200,16 +203,18 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
                 layouts.append((plan.slots, rects))
             folds = fold_regions(net, plan.slots, arch.node_array) if folded else None
             if folds is not None and folds != rects:
+                folds_at = len(layouts)
                 layouts.append((plan.slots, folds))
         if arch.options.temporal_layer_pipe:
             layouts.append(((plan.layers,), (whole,)))
         groups = tuple(g for g in GROUPS if net.batch % g == 0 and g <= net.batch)
     out = []
-    for slots, regions in layouts:
+    for n, (slots, regions) in enumerate(layouts):
         tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
+        fold = n == folds_at
         for g in groups:
-            out.append(InterScheme(plan.layers, slots, regions, g, pinned))
-            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins) for pins in pin_choices(tangram))
+            out.append(InterScheme(plan.layers, slots, regions, g, pinned, folded=fold))
+            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins, fold) for pins in pin_choices(tangram))
     return out
 
 

@@ -277,18 +277,41 @@ class KaplaStrategy:
             scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
             if search.progress is not None:
                 search.progress("solving layers", n + 1, len(search.singles))
+        estimates = [(i, j, inter, estimate(net, arch, inter, search.reserve, scale)) for i, j, inter in search.schemes]
+        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
+        layerwise = _layerwise(singles, segsolver)
+        ranks = _ranks(layerwise[0].cost)
+        # Folded regions add schemes, and with them chains that may push out of the
+        # top k by estimate a chain that is better once solved: the search on
+        # rectangles alone runs first, as it would without them, and the search
+        # over every scheme second (with what the first solved at its true
+        # cost), so the schedule is never worse than on rectangles alone.
+        runs = [[e for e in estimates if not e[2].folded], estimates]
+        if len(runs[0]) == len(estimates):
+            runs = runs[1:]
+        chains = []
+        for n, run in enumerate(runs):
+            options = self._options(search, run, count=n == len(runs) - 1)
+            chains.append(self._refine(search, options, ranks))
+        return _union(*chains, layerwise)
+
+    @staticmethod
+    def _options(search: Search, estimates: list[tuple[int, int, InterScheme, Estimate]], count: bool) -> Options:
+        """The DP's options: per segment, the schemes on its Pareto front by
+        estimate, at their true costs where solved; ``count``: into the statistics."""
+        segsolver, stats = search.segsolver, search.stats
         by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
         spans = {}
-        for i, j, inter in search.schemes:
-            est = estimate(net, arch, inter, search.reserve, scale)
+        for i, j, inter, est in estimates:
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
         options: Options = {}
         for layers, cands in by_segment.items():
             kept = pareto(cands)
-            stats.pareto += len(kept)
-            for _ in kept:
-                stats.count(layers, 2)
+            if count:
+                stats.pareto += len(kept)
+                for _ in kept:
+                    stats.count(layers, 2)
             i, j = spans[layers]
             for inter, est in kept:
                 entries = options.setdefault(j, [])
@@ -296,10 +319,7 @@ class KaplaStrategy:
                     entries.extend(_solved_options(i, inter, segsolver.variants(inter)))
                 else:
                     entries.append((i, (inter, None), (est.energy, est.time)))
-        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
-        layerwise = _layerwise(singles, segsolver)
-        chains = self._refine(search, options, _ranks(layerwise[0].cost))
-        return _union(chains, layerwise)
+        return options
 
     def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
         """Solve the segments of the ``top_k`` chains under each rank, put their
