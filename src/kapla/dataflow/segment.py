@@ -2,8 +2,9 @@
 
 A segment (KAPLA Sec. III-A, TANGRAM Sec. 3.2-3.3) is a group of layers that
 run on the accelerator at the same time. It is split into spatial *slots*,
-each on its own block of nodes (a :class:`Region`); the layers of one slot
-run one after another on that region. Inside a segment, an fmap a later layer
+each on its own block of nodes (a rectangle, :class:`Region`, or a stripe
+folded zig-zag across the array, :class:`FoldedRegion`); the layers of one
+slot run one after another on that region. Inside a segment, an fmap a later layer
 consumes is forwarded on chip instead of going through DRAM; only what
 leaves the segment (or is kept for training) is written to DRAM. Each layer's
 intra-layer scheme is a :class:`~kapla.dataflow.directives.LayerScheme`.
@@ -48,9 +49,6 @@ class Region:
         """Manhattan hops between the two regions' centres (0 for the same region)."""
         (a, b), (c, d) = self.center, other.center
         return abs(a - c) + abs(b - d)
-
-    def describe(self) -> str:
-        return f"{self.shape[0]}x{self.shape[1]}@{self.origin[0]},{self.origin[1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +138,6 @@ class FoldedRegion:
             return None
         (r0, c0), (_, c1) = self.column(self.start), self.column(self.start + self.columns - 1)
         return Region((r0, min(c0, c1)), (self.stripe, self.columns))
-
-    def describe(self) -> str:
-        return f"{self.stripe}x{self.columns} folded@{self.origin[0]},{self.origin[1]}"
 
 
 #: A layer's block of nodes: a rectangle or a folded stripe.

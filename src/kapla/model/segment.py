@@ -1,9 +1,12 @@
 """Cost of a whole segment: its layers on their regions, pipelined.
 
-Each layer is evaluated on its own block of nodes (``arch.with_node_region``)
-with a :class:`~kapla.model.evaluate.Feed` derived from its placement: inputs
-forwarded from a producer region cost NoC hops between the regions instead of
-DRAM traffic, outputs that stay on chip skip DRAM, pinned weights are free.
+Each layer is evaluated on its own block of nodes (:func:`region_arch`: a
+rectangle cut from the array, a folded region as its stripe height x its
+columns) with a :class:`~kapla.model.evaluate.Feed` derived from its
+placement, its distances taken from the region's real nodes: the mean hops
+to the nearest DRAM channel, and inputs forwarded from a producer region cost
+NoC hops between the regions instead of DRAM traffic; outputs that stay on
+chip skip DRAM, pinned weights are free.
 
 Time: layers of one slot run one after another; slots run concurrently and
 pass fmaps in ``groups`` pieces, so a slot can start once its producer has
