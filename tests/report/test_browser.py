@@ -54,3 +54,40 @@ def test_alexnet_report_opens_draws_and_matches_its_json(tmp_path):
         assert first.nth(0).inner_text() == doc["layers"][0]["name"]
         assert first.nth(3).inner_text() == f"{doc['layers'][0]['energy_j'] * 1e3:.3f}"
         browser.close()
+
+
+def test_folded_regions_are_drawn_where_the_json_puts_them(tmp_path):
+    """MLP-L on multinode_nndataflow runs on folded regions; each is drawn as one group covering its nodes."""
+    page_path, json_path = tmp_path / "r.html", tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["schedule", "mlp_l", "--arch", "multinode_nndataflow", "--jobs", "1",
+                                      "--report", str(page_path), "--json", str(json_path)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(json_path.read_text())
+    folded = {lr["name"]: lr["region"]["nodes"] for lr in doc["layers"] if "nodes" in lr["region"]}
+    stripe = {lr["name"]: lr["region"]["shape"][0] for lr in doc["layers"]}
+    assert folded
+    assert CHROMIUM is not None, "KAPLA_REQUIRE_BROWSER is set but no Chromium is installed"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_path.as_uri())
+        assert errors == []
+        chart = page.locator("#placement-0").bounding_box()
+        cols = 16
+        groups = page.locator("g.region.folded")
+        assert groups.count() == len(folded)
+        for i in range(groups.count()):
+            group = groups.nth(i)
+            nodes = folded[group.get_attribute("data-label")]
+            assert int(group.get_attribute("data-nodes")) == len(nodes)
+            box = group.locator("path.fill").bounding_box()
+            assert chart is not None and box is not None
+            # the fill spans exactly the rows and columns its nodes do, on a square grid
+            span_r = max(r for r, _ in nodes) - min(r for r, _ in nodes) + 1
+            span_c = max(c for _, c in nodes) - min(c for _, c in nodes) + 1
+            assert box["height"] / box["width"] == pytest.approx(span_r / span_c, rel=0.02)
+            assert box["width"] <= chart["width"] * span_c / cols + 1
+            assert span_r > stripe[group.get_attribute("data-label")]  # it turns: more rows than its stripe
+        browser.close()

@@ -69,3 +69,26 @@ def test_something_else_is_one_error():
         render({"format": "kapla-stats"})
     with pytest.raises(KaplaError):
         render(json.loads("[1, 2]"))
+
+
+def test_a_folded_region_is_drawn_node_by_node(result):
+    """A region given by its nodes (folded across the array) is one group: its nodes filled, one outline
+    around them, its path; the layers table names it folded."""
+    from kapla.dataflow.segment import FoldedRegion
+
+    doc = json.loads(json.dumps(result))
+    name = doc["layers"][0]["name"]
+    region = FoldedRegion(0, 1, 4, 2, 5)  # a 1-high stripe of 5 nodes: 2 on row 0, 3 back along row 1
+    doc["layers"][0]["region"] = {"origin": list(region.origin), "shape": list(region.shape),
+                                  "nodes": [list(c) for c in region.cells()]}
+    html = render(doc)
+    page = parse(html)
+    groups = [a for t, a in page.tags if t == "g" and a.get("class") == "region folded"]
+    assert [(a["data-label"], a["data-nodes"]) for a in groups] == [(name, "5")]
+    rects = [a for t, a in page.tags if t == "rect" and a.get("class") == "region"]
+    assert name not in {a["data-label"] for a in rects}
+    assert f"1x5 folded@{region.origin[0]},{region.origin[1]}" in html
+    fill = next(a["d"] for t, a in page.tags if t == "path" and a.get("class") == "fill")
+    assert fill.count("M") == 2  # one piece per row of the fold
+    outline = next(a["d"] for t, a in page.tags if t == "path" and a.get("class") == "outline")
+    assert outline.count("M") == 10  # the unit edges around 2 nodes over 3: the perimeter of the step shape

@@ -820,11 +820,7 @@ class ArchSpec(_Frozen):
         if rows < 1 or cols < 1 or r0 < 0 or c0 < 0 or r0 + rows > full_rows or c0 + cols > full_cols:
             raise ArchError(f"hardware spec {self.name}: node region {rows}x{cols} at {tuple(origin)} "
                             f"does not fit the {full_rows}x{full_cols} node array")
-        changes: dict[str, Any] = {"static_pj": self.static_pj * rows * cols / self.num_nodes}
-        if self.node_level is not None:
-            levels = self.to_dict()["levels"]
-            levels[-2]["array"] = [rows, cols]
-            changes["levels"] = levels
+        changes = self._block_changes(rows, cols)
         if self.dram_channels is not None:
             clamped = (
                 (min(max(r - r0, 0), rows - 1), min(max(c - c0, 0), cols - 1))
@@ -832,6 +828,33 @@ class ArchSpec(_Frozen):
             )
             changes["dram_channels"] = list(dict.fromkeys(clamped))
         return self.replace(**changes)
+
+    def with_node_block(self, rows: int, cols: int) -> ArchSpec:
+        """This hardware restricted to ``rows x cols`` of its nodes arranged as a
+        block that need not lie on the array as one: a folded region (a stripe
+        zig-zagging across the array) seen as its stripe height x its columns.
+
+        As :meth:`with_node_region`, but the block may be wider than the array
+        (its node count must fit), and DRAM channels are the block's default
+        corners: a folded region's true distances to them come from its
+        placement on the array, given to the cost model beside the block.
+        """
+        if rows < 1 or cols < 1 or rows * cols > self.num_nodes:
+            raise ArchError(f"hardware spec {self.name}: a block of {rows}x{cols} nodes does not fit the "
+                            f"{self.num_nodes} nodes of the array")
+        changes = self._block_changes(rows, cols)
+        if self.dram_channels is not None:
+            changes["dram_channels"] = None
+        return self.replace(**changes)
+
+    def _block_changes(self, rows: int, cols: int) -> dict[str, Any]:
+        """Node array and static energy of a block of ``rows x cols`` nodes."""
+        changes: dict[str, Any] = {"static_pj": self.static_pj * rows * cols / self.num_nodes}
+        if self.node_level is not None:
+            levels = self.to_dict()["levels"]
+            levels[-2]["array"] = [rows, cols]
+            changes["levels"] = levels
+        return changes
 
     # -------------------------------------------------------------- dumping
 

@@ -109,7 +109,8 @@ def schedule_cmd(net: str, arch_name: str, batch: int | None, seq: int | None,
 LEGEND = """\
 terms: a segment's layers run together (layout spatial: each slot on its own block of nodes, pipelined;
 temporal: one after another on the whole array, fmaps kept on chip); batch groups: the batch split into
-pieces that flow through the segment (ALLO); nodes: rows x columns @ top-left node; PE util: MACs / (PEs
+pieces that flow through the segment (ALLO); nodes: rows x columns @ top-left node ("folded": a stripe
+that many rows high and columns long, zig-zagging across the array from that node); PE util: MACs / (PEs
 of the region x cycles). Directives (--directives): tensor{T}(...) the block of T a level holds, shr=N a
 block shared by N nodes, stack(..., repl=...) spatial copies, update(...) a loop; ITCN: the array bus
 between the node buffer (GBUF) and the PEs' registers (REGF); NoC: hops between nodes."""
@@ -144,8 +145,7 @@ def _print_layers(result, arch) -> None:
     segment_of = {name: i for i, seg in enumerate(result.segments) for name in seg}
     for lr in result.layers:
         dram = sum(lr.cost.accesses.get(arch.levels[-1].name, {}).values())
-        (r0, c0), (rows, cols) = lr.region
-        table.add_row(lr.name, str(segment_of[lr.name]), f"{rows}x{cols}@{r0},{c0}",
+        table.add_row(lr.name, str(segment_of[lr.name]), lr.region_text,
                       f"{lr.cost.total_energy * 1e3:.3f}", f"{lr.cost.time:,.0f}", f"{lr.pe_utilisation:.0%}",
                       f"{dram:,.0f}", "yes" if lr.cost.valid else "NO")
     console.print(table)

@@ -2,8 +2,9 @@
 
 A segment (KAPLA Sec. III-A, TANGRAM Sec. 3.2-3.3) is a group of layers that
 run on the accelerator at the same time. It is split into spatial *slots*,
-each on its own block of nodes (a :class:`Region`); the layers of one slot
-run one after another on that region. Inside a segment, an fmap a later layer
+each on its own block of nodes (a rectangle, :class:`Region`, or a stripe
+folded zig-zag across the array, :class:`FoldedRegion`); the layers of one
+slot run one after another on that region. Inside a segment, an fmap a later layer
 consumes is forwarded on chip instead of going through DRAM; only what
 leaves the segment (or is kept for training) is written to DRAM. Each layer's
 intra-layer scheme is a :class:`~kapla.dataflow.directives.LayerScheme`.
@@ -15,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kapla.dataflow.directives import LayerScheme
+
+Cell = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +32,116 @@ class Region:
         return self.shape[0] * self.shape[1]
 
     @property
+    def folded(self) -> bool:
+        """A rectangle never turns."""
+        return False
+
+    @property
     def center(self) -> tuple[float, float]:
         return (self.origin[0] + (self.shape[0] - 1) / 2, self.origin[1] + (self.shape[1] - 1) / 2)
 
-    def distance(self, other: Region) -> float:
+    def cells(self) -> tuple[Cell, ...]:
+        """Its nodes' (row, column) on the array, row by row."""
+        (r0, c0), (rows, cols) = self.origin, self.shape
+        return tuple((r, c) for r in range(r0, r0 + rows) for c in range(c0, c0 + cols))
+
+    def distance(self, other: AnyRegion) -> float:
         """Manhattan hops between the two regions' centres (0 for the same region)."""
         (a, b), (c, d) = self.center, other.center
         return abs(a - c) + abs(b - d)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedRegion:
+    """A run of node columns along a zig-zag path of stripes: nn_dataflow's folded region, in kapla's terms.
+
+    The path covers the array from row ``top`` down in stripes ``stripe``
+    rows high: it crosses the first stripe left to right over the array's
+    ``width`` columns, turns, crosses the next right to left, and so on. Its
+    positions are columns of ``stripe`` nodes, numbered 0, 1, ... along the
+    path; the region holds ``columns`` of them from position ``start``, so
+    any multiple of the stripe height is a region's node count, and regions
+    of one segment allocated one after another along the same path never
+    share a node.
+
+    The layer on it sees a ``stripe x columns`` block (:attr:`shape`): its
+    logical node ``(r, j)`` is row ``r`` of path position ``start + j``, so
+    logical neighbours are neighbours on the chip except across a turn,
+    where the next column lies ``stripe`` rows further down.
+    """
+
+    top: int
+    stripe: int
+    width: int
+    start: int
+    columns: int
+
+    def __post_init__(self) -> None:
+        if min(self.stripe, self.width, self.columns) < 1 or self.top < 0 or self.start < 0:
+            raise ValueError(f"not a folded region: {self!r}")
+
+    @property
+    def nodes(self) -> int:
+        return self.stripe * self.columns
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The block the layer's scheme sees: stripe height x columns along the path."""
+        return (self.stripe, self.columns)
+
+    @property
+    def stripes(self) -> range:
+        """The stripes (0: the first of the path) the region has columns in."""
+        return range(self.start // self.width, (self.start + self.columns - 1) // self.width + 1)
+
+    @property
+    def folded(self) -> bool:
+        """Whether the region turns at least once (else it is a rectangle)."""
+        return len(self.stripes) > 1
+
+    def column(self, position: int) -> Cell:
+        """(first row, column) on the array of path position ``position``."""
+        stripe, offset = divmod(position, self.width)
+        col = offset if stripe % 2 == 0 else self.width - 1 - offset
+        return (self.top + stripe * self.stripe, col)
+
+    def cell(self, r: int, j: int) -> Cell:
+        """The array node of the layer's logical node ``(r, j)``."""
+        row, col = self.column(self.start + j)
+        return (row + r, col)
+
+    @property
+    def origin(self) -> Cell:
+        """The node of logical ``(0, 0)``: the first node of the region along the path."""
+        return self.cell(0, 0)
+
+    def cells(self) -> tuple[Cell, ...]:
+        """Its nodes on the array, column by column along the path."""
+        return tuple(self.cell(r, j) for j in range(self.columns) for r in range(self.stripe))
+
+    @property
+    def center(self) -> tuple[float, float]:
+        """The mean position of its nodes (a rectangle's centre)."""
+        # every position holds `stripe` rows: row sums go by position, the mean row offset is (stripe - 1) / 2
+        firsts = [self.column(self.start + j) for j in range(self.columns)]
+        row = sum(r for r, _ in firsts) / self.columns + (self.stripe - 1) / 2
+        return (row, sum(c for _, c in firsts) / self.columns)
+
+    def distance(self, other: AnyRegion) -> float:
+        """Manhattan hops between the two regions' centres (as for rectangles)."""
+        (a, b), (c, d) = self.center, other.center
+        return abs(a - c) + abs(b - d)
+
+    def rectangle(self) -> Region | None:
+        """The same nodes as a :class:`Region` when the region does not turn (None if it does)."""
+        if self.folded:
+            return None
+        (r0, c0), (_, c1) = self.column(self.start), self.column(self.start + self.columns - 1)
+        return Region((r0, min(c0, c1)), (self.stripe, self.columns))
+
+
+#: A layer's block of nodes: a rectangle or a folded stripe.
+AnyRegion = Region | FoldedRegion
 
 
 @dataclass(frozen=True)
@@ -49,7 +155,7 @@ class LayerPlacement:
     """
 
     layer: str
-    region: Region
+    region: AnyRegion
     onchip_inputs: tuple[str, ...] = ()
     to_dram: bool = True
     pinned: bool = False

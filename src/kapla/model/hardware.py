@@ -109,6 +109,12 @@ def mean_channel_distance(channels: tuple[tuple[int, int], ...], origin: tuple[i
     return total / (rows * cols)
 
 
+@lru_cache(maxsize=1024)
+def mean_cells_distance(channels: tuple[tuple[int, int], ...], cells: tuple[tuple[int, int], ...]) -> float:
+    """Mean Manhattan hops from the nodes ``cells`` (any shape, e.g. a folded region) to their nearest channel."""
+    return sum(min(abs(r - cr) + abs(c - cc) for cr, cc in channels) for r, c in cells) / len(cells)
+
+
 def _onchip_bytes(arch: ArchSpec, i: int, kind: str | None = None) -> int:
     """``arch.capacity_bytes`` of an on-chip level holding ``kind``: never unbounded (only DRAM is)."""
     capacity = arch.capacity_bytes(i, kind)
@@ -215,4 +221,4 @@ def hardware(arch: ArchSpec) -> Hardware:
 
 
 __all__ = ["Bus", "Hardware", "ITCN", "Level", "MAC", "NOC", "STATIC", "channel_distance", "hardware",
-           "mean_channel_distance", "node_buffer_words", "node_level", "with_node_reserve"]
+           "mean_cells_distance", "mean_channel_distance", "node_buffer_words", "node_level", "with_node_reserve"]

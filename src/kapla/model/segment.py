@@ -1,9 +1,12 @@
 """Cost of a whole segment: its layers on their regions, pipelined.
 
-Each layer is evaluated on its own block of nodes (``arch.with_node_region``)
-with a :class:`~kapla.model.evaluate.Feed` derived from its placement: inputs
-forwarded from a producer region cost NoC hops between the regions instead of
-DRAM traffic, outputs that stay on chip skip DRAM, pinned weights are free.
+Each layer is evaluated on its own block of nodes (:func:`region_arch`: a
+rectangle cut from the array, a folded region as its stripe height x its
+columns) with a :class:`~kapla.model.evaluate.Feed` derived from its
+placement, its distances taken from the region's real nodes: the mean hops
+to the nearest DRAM channel, and inputs forwarded from a producer region cost
+NoC hops between the regions instead of DRAM traffic; outputs that stay on
+chip skip DRAM, pinned weights are free.
 
 Time: layers of one slot run one after another; slots run concurrently and
 pass fmaps in ``groups`` pieces, so a slot can start once its producer has
@@ -24,10 +27,10 @@ from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.segment import Region, SegmentScheme
+from kapla.dataflow.segment import AnyRegion, Region, SegmentScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
-from kapla.model.hardware import hardware, node_buffer_words, node_level
+from kapla.model.hardware import hardware, mean_cells_distance, node_buffer_words, node_level
 from kapla.model.nests import from_schemes
 from kapla.model.rules import buffer_words
 from kapla.model.validity import Validity
@@ -42,9 +45,30 @@ class SegmentCost(CostTotals):
     time: float = 0.0
 
 
-def dram_distance(arch: ArchSpec, region: Region) -> float:
-    """Mean Manhattan hops from the nodes of ``region`` to their nearest DRAM channel."""
-    return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
+def dram_distance(arch: ArchSpec, region: AnyRegion) -> float:
+    """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM channel."""
+    if isinstance(region, Region):
+        return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
+    return mean_cells_distance(arch.dram_channel_nodes, region.cells())
+
+
+def region_arch(arch: ArchSpec, region: AnyRegion) -> ArchSpec:
+    """The hardware block a layer on ``region`` runs on: a rectangle cut from the
+    array where it lies, a folded region as its stripe height x its columns
+    (:meth:`ArchSpec.with_node_block`); its distances come from the region itself
+    (:func:`dram_distance`, :meth:`Region.distance`) through the layer's feed."""
+    if isinstance(region, Region):
+        return arch.with_node_region(*region.shape, origin=region.origin)
+    return block_arch(arch, region.shape)
+
+
+def block_arch(arch: ArchSpec, shape: tuple[int, int]) -> ArchSpec:
+    """A block of ``shape`` nodes for a layer solve: cut at the array's corner
+    where it fits there (as a rectangle is), else a block of that many nodes (folded)."""
+    rows, cols = arch.node_array
+    if shape[0] <= rows and shape[1] <= cols:
+        return arch.with_node_region(*shape)
+    return arch.with_node_block(*shape)
 
 
 def output_words(layer: Layer, batch: int) -> int:
@@ -77,7 +101,7 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
             hops = sum(place.region.distance(src) for src in sources) / len(sources)
         feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
                     dram_hops=dram_distance(arch, place.region))
-        local = arch.with_node_region(*place.region.shape, origin=place.region.origin)
+        local = region_arch(arch, place.region)
         cost = evaluate(scheme, local, feed)
         costs[name] = cost
         reasons.extend(cost.validity.reasons)

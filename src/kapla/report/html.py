@@ -95,7 +95,8 @@ def _schedule(doc: dict[str, Any]) -> str:
     array = _node_array(hw)
     by_name = {lr["name"]: lr for lr in layers}
     for i, seg in enumerate(doc.get("segment_details", [])):
-        regions = [(name, tuple(by_name[name]["region"]["origin"]), tuple(by_name[name]["region"]["shape"]), k)
+        regions = [(name, tuple(by_name[name]["region"]["origin"]), tuple(by_name[name]["region"]["shape"]), k,
+                    [tuple(n) for n in by_name[name]["region"].get("nodes", ())])
                    for k, slot in enumerate(seg["slots"]) for name in slot if name in by_name]
         out.append(placement(array, regions, f"segment {i} ({seg['layout']})", f"placement-{i}"))
     out.append("</div>")
@@ -109,7 +110,8 @@ def _schedule(doc: dict[str, Any]) -> str:
     for lr in layers:
         region = lr["region"]
         cells.append([escape(lr["name"]), str(segment_of.get(lr["name"], "")),
-                      f"{region['shape'][0]}x{region['shape'][1]}@{region['origin'][0]},{region['origin'][1]}",
+                      f"{region['shape'][0]}x{region['shape'][1]}{' folded' if region.get('nodes') else ''}"
+                      f"@{region['origin'][0]},{region['origin'][1]}",
                       _mj(lr["energy_j"]), f"{lr['time_cycles']:,}", f"{lr['macs']:,}",
                       f"{lr['pe_utilisation']:.0%}", f"{lr.get('node_utilisation', 0.0):.0%}",
                       *(f"{lr['accesses'].get(level, 0):,.0f}" for level in levels),
@@ -157,6 +159,8 @@ def _timeline(doc: dict[str, Any]) -> str:
 
 def _where(layer: dict[str, Any]) -> str:
     (r0, c0), (rows, cols) = layer["region"]["origin"], layer["region"]["shape"]
+    if layer["region"].get("nodes"):
+        return f"{rows * cols} nodes folded from {r0},{c0}"
     return f"{rows}x{cols} nodes at {r0},{c0}"
 
 

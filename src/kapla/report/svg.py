@@ -89,9 +89,21 @@ def gantt(rows: Sequence[str], bars: Sequence[tuple[int, float, float, str, int]
     return "".join(parts)
 
 
-def placement(array: tuple[int, int], regions: Sequence[tuple[str, tuple[int, int], tuple[int, int], int]],
-              title: str, chart_id: str) -> str:
-    """The node array with each layer's block of nodes: (name, origin, shape, colour index)."""
+Cell = tuple[int, int]
+
+
+#: A layer's block of nodes as drawn: name, origin, shape, colour index, and a folded region's nodes (else empty).
+Placed = tuple[str, tuple[int, int], tuple[int, int], int, Sequence[Cell]]
+
+
+def placement(array: tuple[int, int], regions: Sequence[Placed], title: str, chart_id: str) -> str:
+    """The node array with each layer's block of nodes: (name, origin, shape, colour index, nodes).
+
+    A rectangle is one ``rect.region``; a folded region (given its ``nodes``
+    on the array) is a ``g.region.folded``: its nodes filled piece by piece,
+    one outline around them all, and a line along its zig-zag path from its
+    first node to its last.
+    """
     rows, cols = array
     cell = max(4, min(16, 200 // max(rows, cols)))
     width, height, top = max(cols * cell + 20, 160), rows * cell + 40, 28
@@ -99,13 +111,75 @@ def placement(array: tuple[int, int], regions: Sequence[tuple[str, tuple[int, in
              f'height="{height}" role="img" aria-label="{escape(title)}">',
              _text(10, 16, title, size=12, extra='font-weight="bold"'),
              f'<rect x="10" y="{top}" width="{cols * cell}" height="{rows * cell}" fill="#f4f4f4" stroke="#999"/>']
-    for name, (r0, c0), (h, w), c in regions:
-        parts.append(f'<rect class="region" x="{10 + c0 * cell}" y="{top + r0 * cell}" width="{w * cell}" '
-                     f'height="{h * cell}" fill="{colour(c)}" fill-opacity="0.75" stroke="#222" '
-                     f'data-label="{escape(name)}"><title>{escape(name)}: {h}x{w} nodes at {r0},{c0}</title>'
-                     "</rect>")
+    for name, (r0, c0), (h, w), c, given in regions:
+        nodes = [(int(r), int(col)) for r, col in given]
+        if not nodes:
+            parts.append(f'<rect class="region" x="{10 + c0 * cell}" y="{top + r0 * cell}" width="{w * cell}" '
+                         f'height="{h * cell}" fill="{colour(c)}" fill-opacity="0.75" stroke="#222" '
+                         f'data-label="{escape(name)}"><title>{escape(name)}: {h}x{w} nodes at {r0},{c0}</title>'
+                         "</rect>")
+            continue
+        fill = "".join(f"M{10 + x * cell} {top + y * cell}h{pw * cell}v{ph * cell}h{-pw * cell}z"
+                       for y, x, ph, pw in _pieces(nodes))
+        outline = "".join(f"M{10 + x0 * cell} {top + y0 * cell}L{10 + x1 * cell} {top + y1 * cell}"
+                          for (y0, x0), (y1, x1) in _border(nodes))
+        # the path through the nodes of its first row, in the order the layer's columns run
+        first = [n for i, n in enumerate(nodes) if i % h == 0]
+        trail = "".join(f"{'M' if i == 0 else 'L'}{10 + (x + 0.5) * cell:g} {top + (y + 0.5) * cell:g}"
+                        for i, (y, x) in enumerate(first))
+        parts.append(f'<g class="region folded" data-label="{escape(name)}" data-nodes="{len(nodes)}">'
+                     f"<title>{escape(name)}: {len(nodes)} nodes, a stripe {h} high and {w} long folded across "
+                     f"the array from {r0},{c0}</title>"
+                     f'<path class="fill" d="{fill}" fill="{colour(c)}" fill-opacity="0.75" stroke="none"/>'
+                     f'<path class="outline" d="{outline}" fill="none" stroke="#222"/>'
+                     f'<path class="fold" d="{trail}" fill="none" stroke="#222" stroke-opacity="0.5" '
+                     'stroke-dasharray="2 2"/></g>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-__all__ = ["PALETTE", "colour", "gantt", "placement", "stacked_bars"]
+def _pieces(nodes: Sequence[Cell]) -> list[tuple[int, int, int, int]]:
+    """The nodes as rectangles (row, column, rows, columns): runs of each row, merged down while they repeat."""
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for r in sorted({r for r, _ in nodes}):
+        columns = sorted(c for rr, c in nodes if rr == r)
+        row_runs: list[tuple[int, int]] = []
+        for c in columns:
+            if row_runs and row_runs[-1][0] + row_runs[-1][1] == c:
+                row_runs[-1] = (row_runs[-1][0], row_runs[-1][1] + 1)
+            else:
+                row_runs.append((c, 1))
+        runs[r] = row_runs
+    out: list[tuple[int, int, int, int]] = []
+    open_: dict[tuple[int, int], int] = {}  # run -> index in out, while it continues down
+    for r in sorted(runs):
+        still = {}
+        for run in runs[r]:
+            i = open_.get(run)
+            if i is not None and out[i][0] + out[i][2] == r:
+                out[i] = (out[i][0], out[i][1], out[i][2] + 1, out[i][3])
+            else:
+                out.append((r, run[0], 1, run[1]))
+                i = len(out) - 1
+            still[run] = i
+        open_ = still
+    return out
+
+
+def _border(nodes: Sequence[Cell]) -> list[tuple[Cell, Cell]]:
+    """The unit edges (corner to corner, row then column) between a node of the set and one outside it."""
+    inside = set(nodes)
+    edges = []
+    for r, c in sorted(inside):
+        if (r - 1, c) not in inside:
+            edges.append(((r, c), (r, c + 1)))
+        if (r + 1, c) not in inside:
+            edges.append(((r + 1, c), (r + 1, c + 1)))
+        if (r, c - 1) not in inside:
+            edges.append(((r, c), (r + 1, c)))
+        if (r, c + 1) not in inside:
+            edges.append(((r, c + 1), (r + 1, c + 1)))
+    return edges
+
+
+__all__ = ["PALETTE", "Placed", "colour", "gantt", "placement", "stacked_bars"]

@@ -200,10 +200,13 @@ def check_option_names(owner: str, given: Iterable[str], known: Iterable[str]) -
 
 
 def _check_option(solver: str, key: str, value: Any, entry: Entry) -> None:
-    """Options are counts (a whole number, at least 1; the ``refine`` counts may be 0)
-    or budgets (positive seconds, or None), as the factory's default says."""
+    """Options are switches (true or false), counts (a whole number, at least 1; the
+    ``refine`` counts may be 0) or budgets (positive seconds, or None), as the factory's default says."""
     default = inspect.signature(entry.make).parameters[key].default
-    if isinstance(default, int) and not isinstance(default, bool):
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise KaplaError(f"solver '{solver}': option '{key}' must be true or false (got {value!r})")
+    elif isinstance(default, int):
         least = 0 if key.startswith("refine") or key == "seed" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise KaplaError(f"solver '{solver}': option '{key}' must be a whole number of at least {least} "

@@ -45,10 +45,17 @@ class LayerResult:
     name: str
     scheme: LayerScheme
     cost: LayerCost
-    region: tuple[tuple[int, int], tuple[int, int]]  # origin, shape
+    region: tuple[tuple[int, int], tuple[int, int]]  # origin, shape (a folded region: its first node, stripe x columns)
     solver_seconds: float = 0.0
     pes: int = 0  # PEs of its region (0: not known)
     chip_nodes: int = 0  # nodes of the whole chip (0: not known)
+    folded: tuple[tuple[int, int], ...] = ()  # a folded region's nodes on the array (empty: a rectangle)
+
+    @property
+    def region_text(self) -> str:
+        """rows x columns @ top-left node, or for a folded region stripe x columns folded @ first node."""
+        (r0, c0), (rows, cols) = self.region
+        return f"{rows}x{cols}{' folded' if self.folded else ''}@{r0},{c0}"
 
     @property
     def macs(self) -> int:
@@ -77,7 +84,8 @@ class LayerResult:
             "accesses": {level: sum(t.values()) for level, t in self.cost.accesses.items()},
             "noc_hops": self.cost.noc_hops,
             "valid": self.cost.valid,
-            "region": {"origin": list(self.region[0]), "shape": list(self.region[1])},
+            "region": {"origin": list(self.region[0]), "shape": list(self.region[1]),
+                       **({"nodes": [list(c) for c in self.folded]} if self.folded else {})},
             "directives": format_scheme(self.scheme),
         }
 
@@ -221,7 +229,8 @@ def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: s
             place = segment.placements[name]
             layers.append(LayerResult(name, segment.schemes[name], cost.layers[name],
                                       (place.region.origin, place.region.shape),
-                                      pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes))
+                                      pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes,
+                                      folded=place.region.cells() if place.region.folded else ()))
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
         details.append(SegmentResult(tuple(names), segment.layout, segment.slots, cost.total_energy,

@@ -87,8 +87,11 @@ def whole(net):
     return next(p for p in segment_plans(net, 5)[-1] if len(p) == len(net))
 
 
-def spatial(net, arch, pinned=False, groups=1):
-    return [s for s in inter_schemes(net, arch, whole(net), pinned) if s.layout == "spatial" and s.groups == groups]
+def spatial(net, arch, pinned=False, groups=1, folded=False):
+    """The spatial schemes of the whole network, on rectangles (``folded``: on folded regions only)."""
+    return [s for s in inter_schemes(net, arch, whole(net), pinned, folded)
+            if s.layout == "spatial" and s.groups == groups
+            and s.folded == folded]
 
 
 def test_tangram_pins_each_slot_in_its_own_region_where_kaplas_rule_refuses():

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
-from kapla.dataflow.segment import LayerPlacement, Region, layout_of
+from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
 from kapla.model.segment import SegmentCost, dram_distance, output_words
-from kapla.space.network.segments import SegmentPlan, allocate_regions
+from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -47,12 +47,14 @@ class InterScheme:
 
     layers: tuple[str, ...]
     slots: tuple[tuple[str, ...], ...]
-    regions: tuple[Region, ...]  # one per slot
+    regions: tuple[AnyRegion, ...]  # one per slot: rectangles or folded regions
     groups: int = 1
     pinned: bool = False
     #: TANGRAM's pinning: per slot, the words per node its pinned weights take
     #: (0: not pinned). Empty under kapla's rule: every slot keeps the search's reserve.
     pins: tuple[int, ...] = ()
+    #: the regions were allocated by node count along a folded path (:func:`fold_regions`), not as rectangles
+    folded: bool = False
 
     @property
     def layout(self) -> str:
@@ -64,7 +66,7 @@ class InterScheme:
                 return i
         raise KeyError(name)
 
-    def region_of(self, name: str) -> Region:
+    def region_of(self, name: str) -> AnyRegion:
         return self.regions[self.slot_index(name)]
 
     def pin_words(self, name: str, reserve: int) -> int:
@@ -155,7 +157,7 @@ def pin_reserve(net: Network, arch: ArchSpec) -> int | None:
 
 
 def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: tuple[tuple[str, ...], ...],
-                 regions: tuple[Region, ...]) -> tuple[int, ...] | None:
+                 regions: tuple[AnyRegion, ...]) -> tuple[int, ...] | None:
     """TANGRAM's rule: per slot, the words per node of its weights pinned in its region; None if it does not apply.
 
     nn_dataflow pins a layer's weights only when the segment is the whole
@@ -179,30 +181,40 @@ def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: t
 
 # ---------------------------------------------------------------- candidate schemes
 
-def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool) -> list[InterScheme]:
+def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
+                  folded: bool = True) -> list[InterScheme]:
     """Every inter-layer scheme of a candidate segment on ``arch``; ``pinned``:
     under kapla's rule (the search's pinned run), else unpinned and, for a
-    segment that is the whole network, pinned by TANGRAM's rule as well."""
+    segment that is the whole network, pinned by TANGRAM's rule as well.
+    A spatial pipeline runs on rectangles (:func:`allocate_regions`) and,
+    with ``folded``, on folded regions sized by node count as well
+    (:func:`fold_regions`) where they differ."""
     whole = Region((0, 0), arch.node_array)
-    layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[Region, ...]]]
+    layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[AnyRegion, ...]]]
+    folds_at = -1  # the layout on folded regions
     if len(plan) == 1:
         layouts = [(plan.slots, (whole,))]
         groups: tuple[int, ...] = (1,)
     else:
         layouts = []
         if arch.options.spatial_layer_pipe and len(plan.slots) > 1:
-            regions = allocate_regions(net, plan.slots, arch.node_array)
-            if regions is not None:
-                layouts.append((plan.slots, regions))
+            rects = allocate_regions(net, plan.slots, arch.node_array)
+            if rects is not None:
+                layouts.append((plan.slots, rects))
+            folds = fold_regions(net, plan.slots, arch.node_array) if folded else None
+            if folds is not None and folds != rects:
+                folds_at = len(layouts)
+                layouts.append((plan.slots, folds))
         if arch.options.temporal_layer_pipe:
             layouts.append(((plan.layers,), (whole,)))
         groups = tuple(g for g in GROUPS if net.batch % g == 0 and g <= net.batch)
     out = []
-    for slots, regions in layouts:
+    for n, (slots, regions) in enumerate(layouts):
         tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
+        fold = n == folds_at
         for g in groups:
-            out.append(InterScheme(plan.layers, slots, regions, g, pinned))
-            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins) for pins in pin_choices(tangram))
+            out.append(InterScheme(plan.layers, slots, regions, g, pinned, folded=fold))
+            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins, fold) for pins in pin_choices(tangram))
     return out
 
 

@@ -18,16 +18,22 @@ it). A layer whose output is consumed both inside and outside the segment
 must also write it to DRAM; TANGRAM allows at most one such outside consumer
 (LSTM cells, training).
 
-Regions are sized by each slot's share of the operations, in multiples of a
-common stripe height, and laid out as zig-zag stripes over the node array.
+Regions are sized by each slot's share of the operations in one of two ways,
+and the network search tries both: rectangles of whole columns of a common
+stripe height, laid out stripe after stripe in zig-zag order
+(:func:`allocate_regions`), or any multiple of a unit node count, each
+region a run of columns along a zig-zag path folded across the array's
+width, as nn_dataflow allocates (:func:`fold_regions`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kapla.dataflow.segment import Region
+from kapla.dataflow.segment import AnyRegion, FoldedRegion, Region
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
 
@@ -216,6 +222,70 @@ def _place(share: list[int], rows: int, height: int, width: int) -> tuple[Region
     return tuple(regions)
 
 
+FOLD_UTILISATION = 0.95  # the tallest stripe whose counts keep the regions this busy is chosen
+
+
+def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
+                 array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
+    """The slots on folded regions sized by their operations (:func:`fold_allocation`)."""
+    return fold_allocation([slot_ops(net, s) for s in slots], array)
+
+
+def fold_allocation(ops: Sequence[int], array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
+    """Node counts in proportion to ``ops`` (one per slot), laid out as folded
+    regions one after another along one zig-zag path over the whole array
+    (:class:`~kapla.dataflow.segment.FoldedRegion`); None for one slot, or more
+    slots than nodes.
+
+    Counts are multiples of a unit ``h``, a divisor of the array height:
+    the tallest whose counts leave the slots at least ``FOLD_UTILISATION`` as
+    busy as the busiest (else the best-balanced unit). Within a unit, columns
+    go one at a time to the slot with the most operations per node, which
+    minimises the slowest slot's time. The path's stripes are as tall as the
+    largest divisor of the array height that divides every count (so
+    regions are as compact as the counts allow); a region that does not turn
+    is a plain :class:`Region`.
+    """
+    height, width = array
+    if len(ops) < 2 or len(ops) > height * width:
+        return None
+    work = [max(o, 1) for o in ops]
+    best: tuple[float, list[int]] | None = None
+    for unit in sorted((d for d in range(1, height + 1) if height % d == 0), reverse=True):
+        columns = height // unit * width
+        if len(work) > columns:
+            continue
+        counts = [n * unit for n in _balanced(work, columns)]
+        utilisation = sum(work) / (max(o / n for o, n in zip(work, counts, strict=True)) * sum(counts))
+        if best is None or utilisation > best[0] + 1e-12 or utilisation >= FOLD_UTILISATION:
+            best = (utilisation, counts)
+        if utilisation >= FOLD_UTILISATION:
+            break
+    assert best is not None  # unit 1 always has a column per slot
+    counts = best[1]
+    stripe = math.gcd(height, *counts)
+    regions: list[AnyRegion] = []
+    start = 0
+    for n in counts:
+        region = FoldedRegion(0, stripe, width, start, n // stripe)
+        regions.append(region.rectangle() or region)
+        start += n // stripe
+    return tuple(regions)
+
+
+def _balanced(ops: Sequence[int], columns: int) -> list[int]:
+    """``columns`` split among the slots, at least one each, every next one to the slot
+    with the most operations per column so far (the split with the least largest ratio)."""
+    share = [1] * len(ops)
+    heap: list[tuple[float, int]] = [(-float(o), i) for i, o in enumerate(ops)]
+    heapq.heapify(heap)
+    for _ in range(columns - len(ops)):
+        _, i = heapq.heappop(heap)
+        share[i] += 1
+        heapq.heappush(heap, (-ops[i] / share[i], i))
+    return share
+
+
 def layer_region_share(net: Network, layer: Layer, slots: tuple[tuple[str, ...], ...]) -> float:
     """The fraction of the segment's operations in ``layer``'s slot (for reports)."""
     total = sum(slot_ops(net, s) for s in slots)
@@ -225,4 +295,5 @@ def layer_region_share(net: Network, layer: Layer, slots: tuple[tuple[str, ...],
     return 0.0
 
 
-__all__ = ["SegmentPlan", "allocate_regions", "schedule_order", "segment_plans", "slots_of"]
+__all__ = ["SegmentPlan", "allocate_regions", "fold_allocation", "fold_regions", "schedule_order", "segment_plans",
+           "slots_of"]

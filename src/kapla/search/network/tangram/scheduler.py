@@ -3,8 +3,9 @@
 The inter-layer search works on *inter-layer schemes*: a candidate segment
 (:func:`kapla.space.network.segments.segment_plans`) together with how it runs:
 
-* **layout**: spatial pipelining (each slot on its own zig-zag region sized by
-  its operations) or temporal pipelining (all layers one after another on the
+* **layout**: spatial pipelining (each slot on its own region sized by its
+  operations: a rectangle of whole stripe columns, or a folded run of nodes
+  along a zig-zag path, :mod:`kapla.space.network.segments`) or temporal pipelining (all layers one after another on the
   whole array, intermediate fmaps kept in the buffers);
 * **groups** (ALLO): the batch is split into ``groups`` pieces that flow
   through the segment one after another; every layer's outermost loop runs
@@ -276,18 +277,41 @@ class KaplaStrategy:
             scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
             if search.progress is not None:
                 search.progress("solving layers", n + 1, len(search.singles))
+        estimates = [(i, j, inter, estimate(net, arch, inter, search.reserve, scale)) for i, j, inter in search.schemes]
+        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
+        layerwise = _layerwise(singles, segsolver)
+        ranks = _ranks(layerwise[0].cost)
+        # Folded regions add schemes, and with them chains that may push out of the
+        # top k by estimate a chain that is better once solved: the search on
+        # rectangles alone runs first, as it would without them, and the search
+        # over every scheme second (with what the first solved at its true
+        # cost), so the schedule is never worse than on rectangles alone.
+        runs = [[e for e in estimates if not e[2].folded], estimates]
+        if len(runs[0]) == len(estimates):
+            runs = runs[1:]
+        chains = []
+        for n, run in enumerate(runs):
+            options = self._options(search, run, count=n == len(runs) - 1)
+            chains.append(self._refine(search, options, ranks))
+        return _union(*chains, layerwise)
+
+    @staticmethod
+    def _options(search: Search, estimates: list[tuple[int, int, InterScheme, Estimate]], count: bool) -> Options:
+        """The DP's options: per segment, the schemes on its Pareto front by
+        estimate, at their true costs where solved; ``count``: into the statistics."""
+        segsolver, stats = search.segsolver, search.stats
         by_segment: dict[tuple[str, ...], list[tuple[InterScheme, Estimate]]] = {}
         spans = {}
-        for i, j, inter in search.schemes:
-            est = estimate(net, arch, inter, search.reserve, scale)
+        for i, j, inter, est in estimates:
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
         options: Options = {}
         for layers, cands in by_segment.items():
             kept = pareto(cands)
-            stats.pareto += len(kept)
-            for _ in kept:
-                stats.count(layers, 2)
+            if count:
+                stats.pareto += len(kept)
+                for _ in kept:
+                    stats.count(layers, 2)
             i, j = spans[layers]
             for inter, est in kept:
                 entries = options.setdefault(j, [])
@@ -295,10 +319,7 @@ class KaplaStrategy:
                     entries.extend(_solved_options(i, inter, segsolver.variants(inter)))
                 else:
                     entries.append((i, (inter, None), (est.energy, est.time)))
-        singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
-        layerwise = _layerwise(singles, segsolver)
-        chains = self._refine(search, options, _ranks(layerwise[0].cost))
-        return _union(chains, layerwise)
+        return options
 
     def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
         """Solve the segments of the ``top_k`` chains under each rank, put their
@@ -470,8 +491,9 @@ class TangramScheduler(NetworkScheduler):
 
     name = "tangram"
 
-    def __init__(self, policy: NetworkStrategy) -> None:
+    def __init__(self, policy: NetworkStrategy, folded: bool = True) -> None:
         self.policy = policy
+        self.folded = folded  # spatial pipelines on folded regions too, not only on rectangles
         self.time_budget = getattr(policy, "time_budget", None)
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
@@ -483,7 +505,7 @@ class TangramScheduler(NetworkScheduler):
         stopped: Search | None = None
         for pinned in runs:
             found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
-                                    reserve or 0, stats)
+                                    reserve or 0, stats, self.folded)
             if best is None or found[0] < best[0]:
                 best = found
             if search.stopped is not None:  # out of time (or interrupted): the other run is not started
@@ -497,24 +519,25 @@ class TangramScheduler(NetworkScheduler):
                        time.perf_counter() - task.start, self.policy.name, halt)
 
 
-def kapla_dp(top_k: int = 4) -> TangramScheduler:
-    """KAPLA's inter-layer search on TANGRAM's space."""
-    return TangramScheduler(KaplaStrategy(top_k))
+def kapla_dp(top_k: int = 4, folded: bool = True) -> TangramScheduler:
+    """KAPLA's inter-layer search on TANGRAM's space (``folded=False``: spatial pipelines on rectangles only)."""
+    return TangramScheduler(KaplaStrategy(top_k), folded)
 
 
-def every_scheme(time_budget: float | None = None) -> TangramScheduler:
+def every_scheme(time_budget: float | None = None, folded: bool = True) -> TangramScheduler:
     """Every inter-layer scheme of TANGRAM's space solved, the optimum chain returned."""
-    return TangramScheduler(ExhaustiveStrategy(time_budget))
+    return TangramScheduler(ExhaustiveStrategy(time_budget), folded)
 
 
-def random_schemes(p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None) -> TangramScheduler:
+def random_schemes(p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None,
+                   folded: bool = True) -> TangramScheduler:
     """A seeded random sample of TANGRAM's inter-layer schemes solved."""
-    return TangramScheduler(RandomStrategy(p, seed, time_budget))
+    return TangramScheduler(RandomStrategy(p, seed, time_budget), folded)
 
 
 def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
             start: float, progress: Progress | None, pinned: bool, reserve: int,
-            stats: PruneStats) -> tuple[_Best, Search]:
+            stats: PruneStats, folded: bool = True) -> tuple[_Best, Search]:
     order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
@@ -524,7 +547,7 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
     all_schemes: list[tuple[int, int, InterScheme]] = []
     for j, ending in enumerate(plans):
         for plan in ending:
-            for inter in inter_schemes(net, arch, plan, pinned):
+            for inter in inter_schemes(net, arch, plan, pinned, folded):
                 stats.considered += 1
                 stats.count(plan.layers, 0)
                 if not may_fit(net, arch, inter, reserve):

@@ -23,7 +23,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
-from kapla.model.segment import SegmentCost, evaluate_segment, output_words
+from kapla.model.segment import SegmentCost, block_arch, evaluate_segment, output_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
 from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
 from kapla.space.problem import shape_key
@@ -37,14 +37,14 @@ class LayerKey:
 
     layer: Layer  # its shape (:func:`shape_key`)
     batch: int  # one batch group
-    region: tuple[int, int]  # rows x columns of nodes
+    region: tuple[int, int]  # rows x columns of nodes (a folded region's stripe height x columns)
     feed: Feed  # where its data come from and go to (the on-chip hop distance left out)
     reserve: tuple[tuple[str, int], ...]  # buffer words per node that are not its own, by tensor
 
     def problem(self, arch: ArchSpec, objective: str) -> Problem | None:
         """The layer solve on a block of the region's shape with the buffer the
         reserve leaves (None: none left)."""
-        local = with_node_reserve(arch.with_node_region(*self.region), dict(self.reserve))
+        local = with_node_reserve(block_arch(arch, self.region), dict(self.reserve))
         return None if local is None else Problem(self.layer, self.batch, local, objective, self.feed)
 
 
