@@ -6,6 +6,12 @@ deadlocks in a child forked after the parent used it). However a run ends
 (an error, Ctrl-C, or SIGTERM, which is turned into ``SystemExit`` for the
 run's duration so the cleanup below runs), its workers are stopped at once
 rather than left to finish, or run on, the layer solves they hold.
+
+Start-up is kept off the run's critical path: the forkserver imports the
+modules the workers need (``preload``) once, before it forks them, so no
+worker imports numpy and the solvers again; and every worker is started
+when the pool is made, so they come up while this process prepares the
+first solves instead of when those are submitted.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -28,30 +34,47 @@ def check_jobs(jobs: int | None) -> int | None:
     return jobs
 
 
+#: What every worker imports: the layer service's solve and what it needs (numpy, the cost model).
+PRELOAD = ("kapla.scheduling.layers",)
+
+
 @contextmanager
-def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of ``jobs`` workers (None for a single job, solving in this
-    process, unless ``always``: a worker can be stopped mid-solve, this process cannot)."""
+def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of ``jobs`` workers, all started at once (None for a single job,
+    solving in this process, unless ``always``: a worker can be stopped
+    mid-solve, this process cannot). The forkserver they fork from imports
+    :data:`PRELOAD` and the modules ``preload`` names first, when this
+    process starts it (once)."""
     if jobs <= 1 and not always:
         yield None
         return
-    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context("forkserver"),
-                               initializer=_ignore_interrupts)
+    context = multiprocessing.get_context("forkserver")
+    # "__main__" first, as by default: a worker runs the script's imports as it always did
+    context.set_forkserver_preload(list(dict.fromkeys(("__main__", *PRELOAD, *preload))))
+    workers = max(jobs, 1)
     previous = None
     if threading.current_thread() is threading.main_thread():
+        # before the first worker starts: a SIGTERM from then on stops them all
         previous = signal.signal(signal.SIGTERM, _terminated)
+    pool: ProcessPoolExecutor | None = None
     try:
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+        for _ in range(workers):  # each submission to a pool with no idle worker starts one
+            pool.submit(_started)
         yield pool
     except BrokenProcessPool:
-        stop_workers(pool)
+        if pool is not None:
+            stop_workers(pool)
         raise KaplaError(
             "kapla's worker processes stopped unexpectedly. Run from a script, kapla must be called under "
             "`if __name__ == \"__main__\":` (each worker imports the script); or pass jobs=1 (--jobs 1)") from None
     except BaseException:
-        stop_workers(pool)
+        if pool is not None:
+            stop_workers(pool)
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -64,6 +87,10 @@ def stop_workers(pool: Executor) -> None:
         process.terminate()
 
 
+def _started() -> None:
+    """A worker's first task: nothing, so that it starts now."""
+
+
 def _ignore_interrupts() -> None:
     # Ctrl-C reaches the whole process group; the parent handles it and stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -73,4 +100,4 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["check_jobs", "stop_workers", "worker_pool"]
+__all__ = ["PRELOAD", "check_jobs", "stop_workers", "worker_pool"]
