@@ -57,7 +57,11 @@ class LayerCache:
 class LayerService:
     """One layer solver's solves on one hardware, per objective (a cache each,
     under the store scope of solver, hardware and objective), in ``pool``'s
-    workers when there is a pool."""
+    workers when there is a pool.
+
+    Jobs are keyed by the scheduler, but a solve depends only on its problem:
+    jobs of one problem (equal :class:`~kapla.space.problem.Problem` values,
+    in one call or across calls) are solved once, and every key gets the answer."""
 
     def __init__(self, solver: IntraSolver, arch: ArchSpec, pool: Executor | None = None,
                  store: LayerStore | None = None) -> None:
@@ -66,6 +70,9 @@ class LayerService:
         self.pool = pool
         self.store = store
         self.caches: dict[str, LayerCache] = {}
+        #: this run's answers by problem and objective (a scheduler's key may differ where the problem does not)
+        self.answers: dict[tuple[Problem, str], Solved] = {}
+        self.shared = 0  # jobs answered by another job's solve of the same problem
 
     def cache(self, objective: str) -> LayerCache:
         if objective not in self.caches:
@@ -80,26 +87,43 @@ class LayerService:
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
               progress: LayerProgress | None = None, check: Check | None = None) -> None:
-        solve = partial(solve_layer, self.solver)
         total = len(jobs)
-        if self.pool is None or (total <= 1 and check is None):
-            for n, (key, (problem, objectives)) in enumerate(jobs.items()):
+        done = 0
+        # the jobs by problem: each problem solved once, for every key that asks for it
+        groups: dict[tuple[Problem | None, tuple[str, ...]], tuple[Problem | None, list[Hashable]]] = {}
+        for key, (problem, objectives) in jobs.items():
+            answers = self._answers(problem, objectives)
+            if answers is not None:
+                self._put(key, objectives, answers)
+                self.shared += problem is not None
+                done += 1
+                continue
+            group = groups.setdefault((problem, objectives), (problem, []))
+            if group[1]:
+                self.shared += 1
+            group[1].append(key)
+        if done and progress is not None:
+            progress(done, total)
+        solve = partial(solve_layer, self.solver)
+        if self.pool is None or (len(groups) <= 1 and check is None):
+            for (pkey, objectives), (problem, keys) in groups.items():
                 if check is not None:
                     check()
-                self._put(key, objectives, solve(problem, objectives))
+                self._answer(pkey, objectives, keys, solve(problem, objectives))
+                done += len(keys)
                 if progress is not None:
-                    progress(n + 1, total)
+                    progress(done, total)
             return
-        pending = {self.pool.submit(solve, problem, objectives): (key, objectives)
-                   for key, (problem, objectives) in jobs.items()}
-        done = 0
+        pending = {self.pool.submit(solve, problem, objectives): (pkey, objectives, keys)
+                   for (pkey, objectives), (problem, keys) in groups.items()}
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
-                self._put(*pending.pop(future), future.result())
-                done += 1
+                pkey, objectives, keys = pending.pop(future)
+                self._answer(pkey, objectives, keys, future.result())
+                done += len(keys)
             if finished and progress is not None:
                 progress(done, total)
             if check is not None and pending:
@@ -123,6 +147,26 @@ class LayerService:
     def _put(self, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
         for objective, one in zip(objectives, solved, strict=True):
             self.cache(objective).put(key, one)
+
+    def _answers(self, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved] | None:
+        """The problem's answers for every objective if this run solved it already (under any key)."""
+        if problem is None:
+            return [(None, True)] * len(objectives)  # no buffer left for the layer's own blocks
+        answers = []
+        for objective in objectives:
+            answer = self.answers.get((problem, objective))
+            if answer is None:
+                return None
+            answers.append(answer)
+        return answers
+
+    def _answer(self, pkey: Problem | None, objectives: tuple[str, ...], keys: list[Hashable],
+                solved: list[Solved]) -> None:
+        for key in keys:
+            self._put(key, objectives, solved)
+        if pkey is not None:
+            for objective, one in zip(objectives, solved, strict=True):
+                self.answers[(pkey, objective)] = one
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
