@@ -3,7 +3,7 @@
 Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
                                   [--budget SECONDS] [--compare NETS] [--no-reference] [--no-exhaustive]
                                   [--sweep] [--baseline REV [--archs multinode,edge,simba] [--solver NAME]]
-                                  [--scaling [--archs multinode]] [--jobs N|default]
+                                  [--scaling [--archs multinode] [--plot FILE]] [--jobs N|default]
 
 Part 1 schedules each network on the `multinode` preset at batch 64 with
 KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
@@ -389,8 +389,9 @@ SCALING = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "llama3
            "llama3_8b_block*4", "llama3_8b_block*8")
 
 
-def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs: int | None) -> None:
-    """Wall time against the number of layers, this tree only, one case at a time."""
+def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs: int | None,
+            plot: str | None = None) -> None:
+    """Wall time against the number of layers, this tree only, one case at a time (plotted to ``plot``)."""
     from pathlib import Path
 
     here = str(Path(__file__).resolve().parents[1])
@@ -401,6 +402,7 @@ def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs
     for col in ("network", "mode", "layers", "s", "ms per layer", "s / first's s", "layers / first's",
                 "peak MiB"):
         table.add_column(col, justify="left" if col in ("network", "mode") else "right")
+    points: dict[tuple[str, str], list[tuple[int, float]]] = {}
     try:
         for mode in modes:
             first: dict[str, tuple[float, int]] = {}
@@ -410,6 +412,7 @@ def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs
                     row = (net, mode, "-", f"{out['seconds']:.1f}", "-", "-", "-", _mib(out))
                 else:
                     family = net.split("*")[0].rstrip("0123456789")
+                    points.setdefault((family, mode), []).append((out["layers"], out["seconds"]))
                     s0, n0 = first.setdefault(family, (out["seconds"], out["layers"]))
                     row = (net, mode, str(out["layers"]), f"{out['seconds']:.1f}",
                            f"{out['seconds'] / out['layers'] * 1e3:.0f}", f"{out['seconds'] / s0:.2f}",
@@ -420,6 +423,26 @@ def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs
         proc.stdin.close()
         proc.wait()
     console.print(table)
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for (family, mode), xy in points.items():
+            xs, ys = zip(*xy, strict=True)
+            ax.plot(xs, ys, marker="o", label=f"{family}, {mode}")
+        ax.set_xlabel("layers")
+        ax.set_ylabel("wall time (s)")
+        ax.set_title(f"kapla on {arch}, batch {batch}, {workers}")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, metadata={"Date": None} if plot.endswith(".svg") else None)
+        console.print(f"plot: {plot}")
 
 
 def main() -> None:
@@ -441,6 +464,7 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true",
                         help="only: wall time against depth (--nets, default ResNet-18 to -152 and 1-8 Llama blocks) "
                         "on --archs' first preset")
+    parser.add_argument("--plot", metavar="FILE", default=None, help="--scaling: plot time against layers to FILE")
     args = parser.parse_args()
     console = Console(width=160)
     if args.baseline:
@@ -452,7 +476,7 @@ def main() -> None:
         return
     if args.scaling:
         nets = list(SCALING) if args.nets == ",".join(NETS) else args.nets.split(",")
-        scaling(console, nets, args.modes.split(","), args.archs.split(",")[0], _jobs(args.jobs))
+        scaling(console, nets, args.modes.split(","), args.archs.split(",")[0], _jobs(args.jobs), args.plot)
         return
     if args.sweep:
         sweep(console)
