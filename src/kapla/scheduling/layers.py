@@ -88,41 +88,51 @@ class LayerService:
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
               progress: LayerProgress | None = None, check: Check | None = None) -> None:
         total = len(jobs)
+        # the problems not answered yet, each once (several keys may ask for one)
+        todo = {(problem, objectives) for problem, objectives in jobs.values()
+                if self._answers(problem, objectives) is None}
+        solve = partial(solve_layer, self.solver)
+        if self.pool is None or (len(todo) <= 1 and check is None):
+            # in order, each key recorded in its turn (a store then holds them in the order asked)
+            for n, (key, (problem, objectives)) in enumerate(jobs.items()):
+                if check is not None:
+                    check()
+                answers = self._answers(problem, objectives)
+                if answers is None:
+                    answers = solve(problem, objectives)
+                    self._answered(problem, objectives, answers)
+                else:
+                    self.shared += problem is not None  # another key asked for the same problem before
+                self._put(key, objectives, answers)
+                if progress is not None:
+                    progress(n + 1, total)
+            return
         done = 0
-        # the jobs by problem: each problem solved once, for every key that asks for it
-        groups: dict[tuple[Problem | None, tuple[str, ...]], tuple[Problem | None, list[Hashable]]] = {}
+        waiting: dict[tuple[Problem | None, tuple[str, ...]], list[Hashable]] = {}
         for key, (problem, objectives) in jobs.items():
             answers = self._answers(problem, objectives)
-            if answers is not None:
+            if answers is None:
+                keys = waiting.setdefault((problem, objectives), [])
+                self.shared += bool(keys)
+                keys.append(key)
+            else:
                 self._put(key, objectives, answers)
                 self.shared += problem is not None
                 done += 1
-                continue
-            group = groups.setdefault((problem, objectives), (problem, []))
-            if group[1]:
-                self.shared += 1
-            group[1].append(key)
         if done and progress is not None:
             progress(done, total)
-        solve = partial(solve_layer, self.solver)
-        if self.pool is None or (len(groups) <= 1 and check is None):
-            for (pkey, objectives), (problem, keys) in groups.items():
-                if check is not None:
-                    check()
-                self._answer(pkey, objectives, keys, solve(problem, objectives))
-                done += len(keys)
-                if progress is not None:
-                    progress(done, total)
-            return
-        pending = {self.pool.submit(solve, problem, objectives): (pkey, objectives, keys)
-                   for (pkey, objectives), (problem, keys) in groups.items()}
+        pending = {self.pool.submit(solve, problem, objectives): (problem, objectives, keys)
+                   for (problem, objectives), keys in waiting.items()}
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
-                pkey, objectives, keys = pending.pop(future)
-                self._answer(pkey, objectives, keys, future.result())
+                problem, objectives, keys = pending.pop(future)
+                answers = future.result()
+                self._answered(problem, objectives, answers)
+                for key in keys:
+                    self._put(key, objectives, answers)
                 done += len(keys)
             if finished and progress is not None:
                 progress(done, total)
@@ -160,13 +170,11 @@ class LayerService:
             answers.append(answer)
         return answers
 
-    def _answer(self, pkey: Problem | None, objectives: tuple[str, ...], keys: list[Hashable],
-                solved: list[Solved]) -> None:
-        for key in keys:
-            self._put(key, objectives, solved)
-        if pkey is not None:
-            for objective, one in zip(objectives, solved, strict=True):
-                self.answers[(pkey, objective)] = one
+    def _answered(self, problem: Problem | None, objectives: tuple[str, ...], answers: list[Solved]) -> None:
+        """Keep a solve's answers for any key that asks for the same problem later."""
+        if problem is not None:
+            for objective, one in zip(objectives, answers, strict=True):
+                self.answers[(problem, objective)] = one
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
