@@ -1,6 +1,7 @@
 """The layer service: jobs that are one problem under several keys are solved
 once, and every key gets the answer a solve of its own would give."""
 
+import time
 from dataclasses import replace
 
 from kapla.arch import load_arch
@@ -60,3 +61,26 @@ def test_the_pool_solves_one_problem_once_too():
     assert service.shared == 1
     for key, problem in p.items():
         assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+
+
+def test_while_the_workers_start_the_jobs_are_solved_here_and_answer_the_same():
+    p = problems()
+    jobs = {key: (problem, OBJECTIVES) for key, problem in p.items()}
+    with worker_pool(2) as pool:
+        assert pool is not None
+        pool.ready = lambda: False  # workers that never come up: every solve is made in this process
+        here = CountingSolver()
+        service = LayerService(here, ARCH, pool)
+        service.solve(jobs)
+        assert here.calls == 2 and service.shared == 1
+        for key, problem in p.items():
+            assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+        del pool.ready
+        while not pool.ready():  # once they are up, the workers solve
+            time.sleep(0.05)
+        there = CountingSolver()
+        service = LayerService(there, ARCH, pool)
+        service.solve(jobs)
+        assert there.calls == 0
+        for key, problem in p.items():
+            assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)

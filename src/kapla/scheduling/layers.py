@@ -57,7 +57,10 @@ class LayerCache:
 class LayerService:
     """One layer solver's solves on one hardware, per objective (a cache each,
     under the store scope of solver, hardware and objective), in ``pool``'s
-    workers when there is a pool.
+    workers when there is a pool. While a pool that says when its workers are
+    up (:class:`~kapla.scheduling.workers.WorkerPool`) is still starting them,
+    solves with no check to keep (no budget: a solve in this process cannot be
+    stopped) are made in this process, so the start-up delays nothing.
 
     Jobs are keyed by the scheduler, but a solve depends only on its problem:
     jobs of one problem (equal :class:`~kapla.space.problem.Problem` values,
@@ -121,6 +124,18 @@ class LayerService:
                 done += 1
         if done and progress is not None:
             progress(done, total)
+        ready = getattr(self.pool, "ready", None)
+        while waiting and check is None and ready is not None and not ready():
+            # the workers are still starting (the first solves of a run): solve here meanwhile, in order
+            (problem, objectives), keys = next(iter(waiting.items()))
+            del waiting[(problem, objectives)]
+            answers = solve(problem, objectives)
+            self._answered(problem, objectives, answers)
+            for key in keys:
+                self._put(key, objectives, answers)
+            done += len(keys)
+            if progress is not None:
+                progress(done, total)
         pending = {self.pool.submit(solve, problem, objectives): (problem, objectives, keys)
                    for (problem, objectives), keys in waiting.items()}
         left = None if check is None else check()

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from typing import Any
 
 from kapla.errors import KaplaError
 
@@ -34,12 +35,25 @@ def check_jobs(jobs: int | None) -> int | None:
     return jobs
 
 
+class WorkerPool(ProcessPoolExecutor):
+    """A process pool whose workers all start when it is made, and that says when they are up."""
+
+    def __init__(self, workers: int, **options: Any) -> None:
+        super().__init__(workers, **options)
+        # each submission to a pool with no idle worker starts one
+        self._up = [self.submit(_started) for _ in range(workers)]
+
+    def ready(self) -> bool:
+        """Whether the workers have started (a task submitted now starts at once if one is idle)."""
+        return all(future.done() for future in self._up)
+
+
 #: What every worker imports: the layer service's solve and what it needs (numpy, the cost model).
 PRELOAD = ("kapla.scheduling.layers",)
 
 
 @contextmanager
-def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) -> Iterator[ProcessPoolExecutor | None]:
+def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) -> Iterator[WorkerPool | None]:
     """A pool of ``jobs`` workers, all started at once (None for a single job,
     solving in this process, unless ``always``: a worker can be stopped
     mid-solve, this process cannot). The forkserver they fork from imports
@@ -56,11 +70,9 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
     if threading.current_thread() is threading.main_thread():
         # before the first worker starts: a SIGTERM from then on stops them all
         previous = signal.signal(signal.SIGTERM, _terminated)
-    pool: ProcessPoolExecutor | None = None
+    pool: WorkerPool | None = None
     try:
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
-        for _ in range(workers):  # each submission to a pool with no idle worker starts one
-            pool.submit(_started)
+        pool = WorkerPool(workers, mp_context=context, initializer=_ignore_interrupts)
         yield pool
     except BrokenProcessPool:
         if pool is not None:
@@ -100,4 +112,4 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["PRELOAD", "check_jobs", "stop_workers", "worker_pool"]
+__all__ = ["PRELOAD", "WorkerPool", "check_jobs", "stop_workers", "worker_pool"]
