@@ -7,15 +7,20 @@ deadlocks in a child forked after the parent used it). However a run ends
 run's duration so the cleanup below runs), its workers are stopped at once
 rather than left to finish, or run on, the layer solves they hold.
 
-Start-up is kept off the run's critical path: the forkserver imports the
-modules the workers need (``preload``) once, before it forks them, so no
-worker imports numpy and the solvers again; and every worker is started
-when the pool is made, so they come up while this process prepares the
-first solves instead of when those are submitted.
+Start-up is kept short: every worker is started when the pool is made,
+not when the first solve is submitted, and imports what it needs
+(``preload``: numpy, the solver) at once; this process makes the first
+solves itself until they are up (:meth:`WorkerPool.ready`). A run with no
+budget has the forkserver import those modules once, before it forks the
+workers, so no worker imports them again (this process waits for that
+import before its first worker forks: a budgeted run, which must stay able
+to stop on time, does not, and its workers import on their own). The
+forkserver is started once per process, by the first pool.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import signal
 import threading
@@ -36,15 +41,16 @@ def check_jobs(jobs: int | None) -> int | None:
 
 
 class WorkerPool(ProcessPoolExecutor):
-    """A process pool whose workers all start when it is made, and that says when they are up."""
+    """A process pool whose workers all start when it is made, each importing
+    ``preload`` first, and that says when they are up."""
 
-    def __init__(self, workers: int, **options: Any) -> None:
+    def __init__(self, workers: int, preload: Sequence[str] = (), **options: Any) -> None:
         super().__init__(workers, **options)
         # each submission to a pool with no idle worker starts one
-        self._up = [self.submit(_started) for _ in range(workers)]
+        self._up = [self.submit(_started, tuple(preload)) for _ in range(workers)]
 
     def ready(self) -> bool:
-        """Whether the workers have started (a task submitted now starts at once if one is idle)."""
+        """Whether the workers have started and imported what they need."""
         return all(future.done() for future in self._up)
 
 
@@ -56,15 +62,16 @@ PRELOAD = ("kapla.scheduling.layers",)
 def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) -> Iterator[WorkerPool | None]:
     """A pool of ``jobs`` workers, all started at once (None for a single job,
     solving in this process, unless ``always``: a worker can be stopped
-    mid-solve, this process cannot). The forkserver they fork from imports
-    :data:`PRELOAD` and the modules ``preload`` names first, when this
-    process starts it (once)."""
+    mid-solve, this process cannot). Each worker imports :data:`PRELOAD` and
+    the modules ``preload`` names as it starts (from the forkserver, if it is
+    started here with no ``always``: see the module)."""
     if jobs <= 1 and not always:
         yield None
         return
     context = multiprocessing.get_context("forkserver")
+    modules = tuple(dict.fromkeys((*PRELOAD, *preload)))
     # "__main__" first, as by default: a worker runs the script's imports as it always did
-    context.set_forkserver_preload(list(dict.fromkeys(("__main__", *PRELOAD, *preload))))
+    context.set_forkserver_preload(["__main__"] + ([] if always else list(modules)))
     workers = max(jobs, 1)
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -72,7 +79,7 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
         previous = signal.signal(signal.SIGTERM, _terminated)
     pool: WorkerPool | None = None
     try:
-        pool = WorkerPool(workers, mp_context=context, initializer=_ignore_interrupts)
+        pool = WorkerPool(workers, modules, mp_context=context, initializer=_ignore_interrupts)
         yield pool
     except BrokenProcessPool:
         if pool is not None:
@@ -99,8 +106,10 @@ def stop_workers(pool: Executor) -> None:
         process.terminate()
 
 
-def _started() -> None:
-    """A worker's first task: nothing, so that it starts now."""
+def _started(modules: tuple[str, ...]) -> None:
+    """A worker's first task: import what its solves need, so that it starts now, ready."""
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _ignore_interrupts() -> None:
