@@ -3,6 +3,7 @@
 Run: python benchmarks/network.py [--nets alexnet,...] [--modes inference,training]
                                   [--budget SECONDS] [--compare NETS] [--no-reference] [--no-exhaustive]
                                   [--sweep] [--baseline REV [--archs multinode,edge,simba] [--solver NAME]]
+                                  [--scaling [--archs multinode] [--plot FILE]] [--jobs N|default]
 
 Part 1 schedules each network on the `multinode` preset at batch 64 with
 KAPLA's inter-layer search (top-4 DP) and intra-layer solver, for inference
@@ -21,7 +22,18 @@ each of --archs (batch 64 on multi-node presets, 1 elsewhere) with this tree
 and with git revision REV (its own checkout), case by case in one run, each
 side in its own worker process and one case at a time, and prints both
 energies, their ratio and both wall times; the last lines count the cases
-whose energy is the same, lower and higher here.
+whose energy is the same, lower and higher here. --jobs sets the worker
+processes of every case (default 1: each side solves in its own process;
+'default': kapla's default, the wall time a user sees). Each case also reports
+its peak memory: the peak resident set of the process and of every process
+it started (the worker pool's forkserver and workers), summed (an upper
+bound of their peak together: pages they share count once per process); the
+last line gives the largest here.
+
+--scaling runs this tree alone on networks of one design at growing depth
+(ResNet-18, -34, -50, -101, -152; 1, 2, 4 and 8 Llama-3-8B-style blocks) on
+the first of --archs and prints wall time against the number of layers, each
+family's time and layer count relative to its shallowest.
 
 Part 1b compares KAPLA with the exhaustive baseline on networks where the
 exhaustive search finishes in minutes on this machine: the small networks
@@ -190,18 +202,100 @@ def sweep(console: Console) -> None:
 
 
 _SERVER = """
-import json, sys, time
+import json, os, sys, threading, time
 import kapla
+
+
+def processes():
+    # every process's parent, from /proc
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return parents
+
+
+def descendants(root):
+    parents, out, todo = processes(), [], [root]
+    while todo:
+        pid = todo.pop()
+        kids = [p for p, parent in parents.items() if parent == pid]
+        out += kids
+        todo += kids
+    return out
+
+
+def peak_kib(pid):
+    # the process's peak resident set (VmHWM), KiB; 0 once it is gone
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM:")), 0)
+    except OSError:
+        return 0
+
+
+def reset_peak(pid):
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+class Memory:
+    # the peak resident set of this process and of every process it started (the worker pool's
+    # forkserver and workers), each process's own peak summed: an upper bound of their peak together
+    def __init__(self):
+        self.me = os.getpid()
+        for pid in [self.me] + descendants(self.me):
+            reset_peak(pid)
+        self.peaks, self.done = {}, threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        for pid in descendants(self.me):
+            self.peaks[pid] = max(self.peaks.get(pid, 0), peak_kib(pid))
+
+    def watch(self):
+        while not self.done.wait(0.2):
+            self.sample()
+
+    def stop(self):
+        self.sample()
+        self.done.set()
+        self.thread.join()
+        return (peak_kib(self.me) + sum(self.peaks.values())) / 1024, len(self.peaks)
+
+
+def network(name, batch, training):
+    # NAME*N: N blocks of a zoo transformer (the scaling study); else a zoo name
+    if "*" not in name:
+        return name
+    from kapla.workload.zoo.transformers import llama3_8b
+    base, blocks = name.split("*")
+    assert base == "llama3_8b_block", name
+    return llama3_8b(batch, layers=int(blocks))
+
+
 print("ready", flush=True)
 for line in sys.stdin:
-    net, arch, batch, training, solver = json.loads(line)
+    net, arch, batch, training, solver, jobs = (json.loads(line) + [1])[:6]
+    memory = Memory() if os.path.isdir("/proc") else None
     t = time.perf_counter()
     try:
-        r = kapla.schedule(net, arch, batch=batch, training=training, solver=solver, jobs=1)
-        out = dict(energy=r.energy_j, time=r.time, valid=r.valid)
+        target = network(net, batch, training)
+        r = kapla.schedule(target, arch, batch=batch, training=training, solver=solver, jobs=jobs)
+        out = dict(energy=r.energy_j, time=r.time, valid=r.valid, layers=len(r.layers))
     except kapla.KaplaError as exc:
         out = dict(error=str(exc))
     out["seconds"] = time.perf_counter() - t
+    if memory is not None:
+        out["mib"], out["processes"] = memory.stop()
     print(json.dumps(out), flush=True)
 """
 
@@ -226,7 +320,16 @@ def _ask(proc, case) -> dict:
     return json.loads(proc.stdout.readline())
 
 
-def against(console: Console, ref: str, nets: list[str], modes: list[str], archs: list[str], solver: str) -> None:
+def _jobs(text: str) -> int | None:
+    return None if text == "default" else int(text)
+
+
+def _mib(out: dict) -> str:
+    return f"{out['mib']:,.0f}" if "mib" in out else "-"
+
+
+def against(console: Console, ref: str, nets: list[str], modes: list[str], archs: list[str], solver: str,
+            jobs: int | None = 1) -> None:
     """Every case with this tree and with ``ref``, side by side in one run."""
     import os
     import subprocess
@@ -234,13 +337,16 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
     from pathlib import Path
 
     here = str(Path(__file__).resolve().parents[1])
+    peaks: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "baseline")
         subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, ref], check=True,
                        capture_output=True)
         old, new = _server(base), _server(here)
-        table = Table(title=f"{solver} here against {ref}: energy and wall time per network")
-        for col in ("arch", "batch", "mode", "network", f"{ref} mJ", "here mJ", "ratio", f"{ref} s", "here s"):
+        workers = "default workers" if jobs is None else f"{jobs} job{'s' * (jobs > 1)}"
+        table = Table(title=f"{solver} here against {ref}, {workers}: energy, wall time and peak memory per network")
+        for col in ("arch", "batch", "mode", "network", f"{ref} mJ", "here mJ", "ratio", f"{ref} s", "here s",
+                    f"{ref} MiB", "here MiB"):
             table.add_column(col, justify="left" if col in ("arch", "mode", "network") else "right")
         counts = {"same": 0, "lower": 0, "higher": 0, "failed": 0}
         try:
@@ -248,19 +354,21 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
                 batch = 64 if arch.startswith("multinode") else 1
                 for mode in modes:
                     for net in nets:
-                        case = (net, arch, batch, mode == "training", solver)
+                        case = (net, arch, batch, mode == "training", solver, jobs)
                         a, b = _ask(old, case), _ask(new, case)
+                        if "mib" in b:
+                            peaks.append(b["mib"])
                         if "error" in a or "error" in b or not b.get("valid"):
                             counts["failed"] += 1
                             row = (arch, str(batch), mode, net, a.get("error", f"{a.get('energy', 0) * 1e3:.4f}"),
                                    b.get("error", f"{b.get('energy', 0) * 1e3:.4f}"), "-", f"{a['seconds']:.1f}",
-                                   f"{b['seconds']:.1f}")
+                                   f"{b['seconds']:.1f}", _mib(a), _mib(b))
                         else:
                             ratio = b["energy"] / a["energy"]
                             counts["same" if abs(ratio - 1) <= 1e-9 else "lower" if ratio < 1 else "higher"] += 1
                             row = (arch, str(batch), mode, net, f"{a['energy'] * 1e3:.4f}",
                                    f"{b['energy'] * 1e3:.4f}", f"{ratio:.6f}", f"{a['seconds']:.1f}",
-                                   f"{b['seconds']:.1f}")
+                                   f"{b['seconds']:.1f}", _mib(a), _mib(b))
                         console.print("  ".join(row), highlight=False)
                         table.add_row(*row)
         finally:
@@ -271,6 +379,70 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
     console.print(table)
     console.print(f"energy here against {ref}: {counts['same']} the same, {counts['lower']} lower, "
                   f"{counts['higher']} higher, {counts['failed']} failed or invalid")
+    if peaks:
+        console.print(f"peak memory here (this process and its workers, each one's peak resident set summed): "
+                      f"at most {max(peaks):,.0f} MiB")
+
+
+#: The scaling study's networks: the ResNets of one block design at five depths, and Llama-3-8B-style blocks.
+SCALING = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "llama3_8b_block*1", "llama3_8b_block*2",
+           "llama3_8b_block*4", "llama3_8b_block*8")
+
+
+def scaling(console: Console, nets: list[str], modes: list[str], arch: str, jobs: int | None,
+            plot: str | None = None) -> None:
+    """Wall time against the number of layers, this tree only, one case at a time (plotted to ``plot``)."""
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[1])
+    batch = 64 if arch.startswith("multinode") else 1
+    proc = _server(here)
+    workers = "default workers" if jobs is None else f"{jobs} job{'s' * (jobs > 1)}"
+    table = Table(title=f"scheduling time against depth: kapla on {arch}, batch {batch}, {workers}")
+    for col in ("network", "mode", "layers", "s", "ms per layer", "s / first's s", "layers / first's",
+                "peak MiB"):
+        table.add_column(col, justify="left" if col in ("network", "mode") else "right")
+    points: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    try:
+        for mode in modes:
+            first: dict[str, tuple[float, int]] = {}
+            for net in nets:
+                out = _ask(proc, (net, arch, batch, mode == "training", "kapla", jobs))
+                if "error" in out:
+                    row = (net, mode, "-", f"{out['seconds']:.1f}", "-", "-", "-", _mib(out))
+                else:
+                    family = net.split("*")[0].rstrip("0123456789")
+                    points.setdefault((family, mode), []).append((out["layers"], out["seconds"]))
+                    s0, n0 = first.setdefault(family, (out["seconds"], out["layers"]))
+                    row = (net, mode, str(out["layers"]), f"{out['seconds']:.1f}",
+                           f"{out['seconds'] / out['layers'] * 1e3:.0f}", f"{out['seconds'] / s0:.2f}",
+                           f"{out['layers'] / n0:.2f}", _mib(out))
+                console.print("  ".join(row), highlight=False)
+                table.add_row(*row)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+    console.print(table)
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for (family, mode), xy in points.items():
+            xs, ys = zip(*xy, strict=True)
+            ax.plot(xs, ys, marker="o", label=f"{family}, {mode}")
+        ax.set_xlabel("layers")
+        ax.set_ylabel("wall time (s)")
+        ax.set_title(f"kapla on {arch}, batch {batch}, {workers}")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, metadata={"Date": None} if plot.endswith(".svg") else None)
+        console.print(f"plot: {plot}")
 
 
 def main() -> None:
@@ -287,13 +459,24 @@ def main() -> None:
                         help="only: this tree against git revision REV, every case side by side")
     parser.add_argument("--archs", default="multinode,edge,simba", help="hardware for --baseline")
     parser.add_argument("--solver", default="kapla", help="solver for --baseline")
+    parser.add_argument("--jobs", default="1", help="worker processes for --baseline and --scaling: a number, or "
+                        "'default' (kapla's default: one per CPU, at most 4)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="only: wall time against depth (--nets, default ResNet-18 to -152 and 1-8 Llama blocks) "
+                        "on --archs' first preset")
+    parser.add_argument("--plot", metavar="FILE", default=None, help="--scaling: plot time against layers to FILE")
     args = parser.parse_args()
     console = Console(width=160)
     if args.baseline:
         from kapla.workload.zoo import ZOO
 
         nets = list(ZOO) if args.nets == ",".join(NETS) else args.nets.split(",")
-        against(console, args.baseline, nets, args.modes.split(","), args.archs.split(","), args.solver)
+        against(console, args.baseline, nets, args.modes.split(","), args.archs.split(","), args.solver,
+                _jobs(args.jobs))
+        return
+    if args.scaling:
+        nets = list(SCALING) if args.nets == ",".join(NETS) else args.nets.split(",")
+        scaling(console, nets, args.modes.split(","), args.archs.split(",")[0], _jobs(args.jobs), args.plot)
         return
     if args.sweep:
         sweep(console)

@@ -51,7 +51,11 @@ def test_matches_rejects_a_wrong_figure():
 MACS = {
     "alexnet": (724e6, 0.01),
     "vgg16": (15.47e9, 0.01),
+    # He et al. 2016, Table 1 ("FLOPs", counted as multiply-adds)
+    "resnet18": (1.8e9, 0.02),
+    "resnet34": (3.6e9, 0.02),
     "resnet50": (3.86e9, 0.02),
+    "resnet101": (7.6e9, 0.02),
     "resnet152": (11.3e9, 0.02),
     "mobilenet": (569e6, 0.01),
     "mlp_s": ((784 * 500 + 500 * 250 + 250 * 10), 0.0),

@@ -22,7 +22,7 @@ own blocks there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
@@ -88,8 +88,15 @@ def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
     return capacity - -(-used_bits // hw.bits[Kind.IFM])
 
 
-def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
-    """Cost of ``segment`` on the whole chip ``arch``."""
+#: Layer costs already worked out, by what they depend on: the scheme, its region and its feed.
+LayerCosts = MutableMapping[tuple[LayerScheme, AnyRegion, Feed], LayerCost]
+
+
+def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | None = None) -> SegmentCost:
+    """Cost of ``segment`` on the whole chip ``arch``. A search costing many
+    segments of one network on ``arch`` passes one ``memo`` to them all: a
+    layer placed and fed alike in several (another segment, or a variant of
+    this one with other schemes for its other layers) is evaluated once."""
     costs: dict[str, LayerCost] = {}
     reasons: list[str] = []
     for name in segment.layers:
@@ -101,12 +108,20 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec) -> SegmentCost:
             hops = sum(place.region.distance(src) for src in sources) / len(sources)
         feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
                     dram_hops=dram_distance(arch, place.region))
-        local = region_arch(arch, place.region)
-        cost = evaluate(scheme, local, feed)
+        local = None
+        key = (scheme, place.region, feed)
+        cost = None if memo is None else memo.get(key)
+        if cost is None:
+            local = region_arch(arch, place.region)
+            cost = evaluate(scheme, local, feed)
+            if memo is not None:
+                memo[key] = cost
         costs[name] = cost
         reasons.extend(cost.validity.reasons)
         node = node_level(arch)
         if place.onchip_inputs and cost.valid and node is not None:
+            if local is None:
+                local = region_arch(arch, place.region)
             piece = sum(output_words(segment.schemes[p].layer, segment.schemes[p].batch)
                         for p in place.onchip_inputs) / segment.groups
             free = _free_words(scheme, local, node) * place.region.nodes

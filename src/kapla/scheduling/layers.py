@@ -57,7 +57,14 @@ class LayerCache:
 class LayerService:
     """One layer solver's solves on one hardware, per objective (a cache each,
     under the store scope of solver, hardware and objective), in ``pool``'s
-    workers when there is a pool."""
+    workers when there is a pool. While a pool that says when its workers are
+    up (:class:`~kapla.scheduling.workers.WorkerPool`) is still starting them,
+    solves with no check to keep (no budget: a solve in this process cannot be
+    stopped) are made in this process, so the start-up delays nothing.
+
+    Jobs are keyed by the scheduler, but a solve depends only on its problem:
+    jobs of one problem (equal :class:`~kapla.space.problem.Problem` values,
+    in one call or across calls) are solved once, and every key gets the answer."""
 
     def __init__(self, solver: IntraSolver, arch: ArchSpec, pool: Executor | None = None,
                  store: LayerStore | None = None) -> None:
@@ -66,6 +73,9 @@ class LayerService:
         self.pool = pool
         self.store = store
         self.caches: dict[str, LayerCache] = {}
+        #: this run's answers by problem and objective (a scheduler's key may differ where the problem does not)
+        self.answers: dict[tuple[Problem, str], Solved] = {}
+        self.shared = 0  # jobs answered by another job's solve of the same problem
 
     def cache(self, objective: str) -> LayerCache:
         if objective not in self.caches:
@@ -80,26 +90,65 @@ class LayerService:
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
               progress: LayerProgress | None = None, check: Check | None = None) -> None:
-        solve = partial(solve_layer, self.solver)
         total = len(jobs)
-        if self.pool is None or (total <= 1 and check is None):
+        # the problems not answered yet, each once (several keys may ask for one)
+        todo = {(problem, objectives) for problem, objectives in jobs.values()
+                if self._answers(problem, objectives) is None}
+        solve = partial(solve_layer, self.solver)
+        if self.pool is None or (len(todo) <= 1 and check is None):
+            # in order, each key recorded in its turn (a store then holds them in the order asked)
             for n, (key, (problem, objectives)) in enumerate(jobs.items()):
                 if check is not None:
                     check()
-                self._put(key, objectives, solve(problem, objectives))
+                answers = self._answers(problem, objectives)
+                if answers is None:
+                    answers = solve(problem, objectives)
+                    self._answered(problem, objectives, answers)
+                else:
+                    self.shared += problem is not None  # another key asked for the same problem before
+                self._put(key, objectives, answers)
                 if progress is not None:
                     progress(n + 1, total)
             return
-        pending = {self.pool.submit(solve, problem, objectives): (key, objectives)
-                   for key, (problem, objectives) in jobs.items()}
         done = 0
+        waiting: dict[tuple[Problem | None, tuple[str, ...]], list[Hashable]] = {}
+        for key, (problem, objectives) in jobs.items():
+            answers = self._answers(problem, objectives)
+            if answers is None:
+                keys = waiting.setdefault((problem, objectives), [])
+                self.shared += bool(keys)
+                keys.append(key)
+            else:
+                self._put(key, objectives, answers)
+                self.shared += problem is not None
+                done += 1
+        if done and progress is not None:
+            progress(done, total)
+        ready = getattr(self.pool, "ready", None)
+        while waiting and check is None and ready is not None and not ready():
+            # the workers are still starting (the first solves of a run): solve here meanwhile, in order
+            (problem, objectives), keys = next(iter(waiting.items()))
+            del waiting[(problem, objectives)]
+            answers = solve(problem, objectives)
+            self._answered(problem, objectives, answers)
+            for key in keys:
+                self._put(key, objectives, answers)
+            done += len(keys)
+            if progress is not None:
+                progress(done, total)
+        pending = {self.pool.submit(solve, problem, objectives): (problem, objectives, keys)
+                   for (problem, objectives), keys in waiting.items()}
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
-                self._put(*pending.pop(future), future.result())
-                done += 1
+                problem, objectives, keys = pending.pop(future)
+                answers = future.result()
+                self._answered(problem, objectives, answers)
+                for key in keys:
+                    self._put(key, objectives, answers)
+                done += len(keys)
             if finished and progress is not None:
                 progress(done, total)
             if check is not None and pending:
@@ -123,6 +172,24 @@ class LayerService:
     def _put(self, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
         for objective, one in zip(objectives, solved, strict=True):
             self.cache(objective).put(key, one)
+
+    def _answers(self, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved] | None:
+        """The problem's answers for every objective if this run solved it already (under any key)."""
+        if problem is None:
+            return [(None, True)] * len(objectives)  # no buffer left for the layer's own blocks
+        answers = []
+        for objective in objectives:
+            answer = self.answers.get((problem, objective))
+            if answer is None:
+                return None
+            answers.append(answer)
+        return answers
+
+    def _answered(self, problem: Problem | None, objectives: tuple[str, ...], answers: list[Solved]) -> None:
+        """Keep a solve's answers for any key that asks for the same problem later."""
+        if problem is not None:
+            for objective, one in zip(objectives, answers, strict=True):
+                self.answers[(problem, objective)] = one
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:

@@ -54,7 +54,8 @@ def run_parts(net: Network, arch: ArchSpec, scheduler: NetworkScheduler, layer_s
     check_jobs(jobs)
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
     # A budget is kept by stopping workers: even one job then solves in a worker process.
-    with worker_pool(jobs, always=scheduler.time_budget is not None) as pool:
+    with worker_pool(jobs, always=scheduler.time_budget is not None,
+                     preload=(type(layer_solver).__module__,)) as pool:
         service = LayerService(layer_solver, arch, pool, store)
         result = scheduler.schedule(NetworkTask(net, arch, obj, progress, start), service)
     if store is not None:

@@ -6,17 +6,29 @@ deadlocks in a child forked after the parent used it). However a run ends
 (an error, Ctrl-C, or SIGTERM, which is turned into ``SystemExit`` for the
 run's duration so the cleanup below runs), its workers are stopped at once
 rather than left to finish, or run on, the layer solves they hold.
+
+Start-up is kept short: every worker is started when the pool is made,
+not when the first solve is submitted, and imports what it needs
+(``preload``: numpy, the solver) at once; this process makes the first
+solves itself until they are up (:meth:`WorkerPool.ready`). A run with no
+budget has the forkserver import those modules once, before it forks the
+workers, so no worker imports them again (this process waits for that
+import before its first worker forks: a budgeted run, which must stay able
+to stop on time, does not, and its workers import on their own). The
+forkserver is started once per process, by the first pool.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from typing import Any
 
 from kapla.errors import KaplaError
 
@@ -28,30 +40,60 @@ def check_jobs(jobs: int | None) -> int | None:
     return jobs
 
 
+class WorkerPool(ProcessPoolExecutor):
+    """A process pool whose workers all start when it is made, each importing
+    ``preload`` first, and that says when they are up."""
+
+    def __init__(self, workers: int, preload: Sequence[str] = (), **options: Any) -> None:
+        super().__init__(workers, **options)
+        # each submission to a pool with no idle worker starts one
+        self._up = [self.submit(_started, tuple(preload)) for _ in range(workers)]
+
+    def ready(self) -> bool:
+        """Whether the workers have started and imported what they need."""
+        return all(future.done() for future in self._up)
+
+
+#: What every worker imports: the layer service's solve and what it needs (numpy, the cost model).
+PRELOAD = ("kapla.scheduling.layers",)
+
+
 @contextmanager
-def worker_pool(jobs: int, always: bool = False) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of ``jobs`` workers (None for a single job, solving in this
-    process, unless ``always``: a worker can be stopped mid-solve, this process cannot)."""
+def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) -> Iterator[WorkerPool | None]:
+    """A pool of ``jobs`` workers, all started at once (None for a single job,
+    solving in this process, unless ``always``: a worker can be stopped
+    mid-solve, this process cannot). Each worker imports :data:`PRELOAD` and
+    the modules ``preload`` names as it starts (from the forkserver, if it is
+    started here with no ``always``: see the module)."""
     if jobs <= 1 and not always:
         yield None
         return
-    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context("forkserver"),
-                               initializer=_ignore_interrupts)
+    context = multiprocessing.get_context("forkserver")
+    modules = tuple(dict.fromkeys((*PRELOAD, *preload)))
+    # "__main__" first, as by default: a worker runs the script's imports as it always did
+    context.set_forkserver_preload(["__main__"] + ([] if always else list(modules)))
+    workers = max(jobs, 1)
     previous = None
     if threading.current_thread() is threading.main_thread():
+        # before the first worker starts: a SIGTERM from then on stops them all
         previous = signal.signal(signal.SIGTERM, _terminated)
+    pool: WorkerPool | None = None
     try:
+        pool = WorkerPool(workers, modules, mp_context=context, initializer=_ignore_interrupts)
         yield pool
     except BrokenProcessPool:
-        stop_workers(pool)
+        if pool is not None:
+            stop_workers(pool)
         raise KaplaError(
             "kapla's worker processes stopped unexpectedly. Run from a script, kapla must be called under "
             "`if __name__ == \"__main__\":` (each worker imports the script); or pass jobs=1 (--jobs 1)") from None
     except BaseException:
-        stop_workers(pool)
+        if pool is not None:
+            stop_workers(pool)
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -64,6 +106,12 @@ def stop_workers(pool: Executor) -> None:
         process.terminate()
 
 
+def _started(modules: tuple[str, ...]) -> None:
+    """A worker's first task: import what its solves need, so that it starts now, ready."""
+    for name in modules:
+        importlib.import_module(name)
+
+
 def _ignore_interrupts() -> None:
     # Ctrl-C reaches the whole process group; the parent handles it and stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -73,4 +121,4 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["check_jobs", "stop_workers", "worker_pool"]
+__all__ = ["PRELOAD", "WorkerPool", "check_jobs", "stop_workers", "worker_pool"]

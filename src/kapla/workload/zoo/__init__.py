@@ -17,7 +17,7 @@ from kapla.workload.zoo.googlenet import googlenet
 from kapla.workload.zoo.lstm import lstm_l, lstm_m
 from kapla.workload.zoo.mlp import mlp
 from kapla.workload.zoo.mobilenet import mobilenet
-from kapla.workload.zoo.resnet import resnet50, resnet152
+from kapla.workload.zoo.resnet import resnet18, resnet34, resnet50, resnet101, resnet152
 from kapla.workload.zoo.transformers import bert_base, gpt2, gpt2_decode, llama3_8b, llama3_8b_decode, vit_b16
 from kapla.workload.zoo.vgg import vgg16
 
@@ -25,7 +25,10 @@ ZOO: dict[str, Callable[[int], Network]] = {
     "alexnet": alexnet,
     "vgg16": vgg16,
     "googlenet": googlenet,
+    "resnet18": resnet18,
+    "resnet34": resnet34,
     "resnet50": resnet50,
+    "resnet101": resnet101,
     "resnet152": resnet152,
     "mobilenet": mobilenet,
     "mlp_s": partial(mlp, "mlp_s"),

@@ -23,7 +23,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
-from kapla.model.segment import SegmentCost, block_arch, evaluate_segment, output_words
+from kapla.model.segment import LayerCosts, SegmentCost, block_arch, evaluate_segment, output_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
 from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
 from kapla.space.problem import shape_key
@@ -67,6 +67,8 @@ class SegmentSolver:
     objectives: tuple[str, ...]
     reserve: int = 0
     cache: dict[tuple[InterScheme, str], Found | None] = field(default_factory=dict)
+    #: layer costs by scheme, region and feed: the segments share them (:func:`evaluate_segment`)
+    costs: LayerCosts = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
@@ -85,7 +87,7 @@ class SegmentSolver:
             found = self._same(inter, schemes)
             if found is None:
                 segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
-                cost = evaluate_segment(segment, self.arch)
+                cost = evaluate_segment(segment, self.arch, self.costs)
                 found = (segment, cost) if cost.valid else None
         self.cache[(inter, objective)] = found
         return found

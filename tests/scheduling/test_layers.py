@@ -1,0 +1,86 @@
+"""The layer service: jobs that are one problem under several keys are solved
+once, and every key gets the answer a solve of its own would give."""
+
+import time
+from dataclasses import replace
+
+from kapla.arch import load_arch
+from kapla.scheduling.layers import LayerService
+from kapla.scheduling.workers import worker_pool
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
+from kapla.space.problem import Problem
+from kapla.workload.layer import Layer, Op
+
+ARCH = load_arch("multinode").with_node_region(2, 2)
+OBJECTIVES = ("energy", "latency")
+
+
+class CountingSolver(KaplaIntraSolver):
+    """KAPLA's layer solver, counting its solves (in this process)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def run_each(self, problem, objectives):
+        self.calls += 1
+        return super().run_each(problem, objectives)
+
+
+def problems():
+    """Jobs as a network scheduler keys them: "a" and "b" differ (say, in the
+    reserve of another tensor that leaves this layer the same buffer), their problems do not."""
+    conv = Layer("conv", Op.CONV, 16, 32, 14, 3)
+    fc = Layer("fc", Op.FC, 256, 64, 1, 1)
+    return {"a": Problem(conv, 4, ARCH), "b": Problem(replace(conv), 4, ARCH), "c": Problem(fc, 4, ARCH)}
+
+
+def direct(problem):
+    return [r.scheme for r in KaplaIntraSolver().run_each(problem, OBJECTIVES)]
+
+
+def test_one_problem_under_several_keys_is_solved_once():
+    solver = CountingSolver()
+    service = LayerService(solver, ARCH)
+    p = problems()
+    assert p["a"] == p["b"] and p["a"] is not p["b"]
+    service.solve({key: (problem, OBJECTIVES) for key, problem in p.items()})
+    assert solver.calls == 2 and service.shared == 1
+    service.solve({"d": (p["a"], OBJECTIVES)})  # a later call: answered from the first
+    assert solver.calls == 2 and service.shared == 2
+    for key, problem in [*p.items(), ("d", p["a"])]:
+        assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+    assert service.new == 4 * len(OBJECTIVES)  # every key recorded for the run (and a store, if open)
+
+
+def test_the_pool_solves_one_problem_once_too():
+    p = problems()
+    with worker_pool(2) as pool:
+        service = LayerService(KaplaIntraSolver(), ARCH, pool)
+        service.solve({key: (problem, OBJECTIVES) for key, problem in p.items()})
+    assert service.shared == 1
+    for key, problem in p.items():
+        assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+
+
+def test_while_the_workers_start_the_jobs_are_solved_here_and_answer_the_same():
+    p = problems()
+    jobs = {key: (problem, OBJECTIVES) for key, problem in p.items()}
+    with worker_pool(2) as pool:
+        assert pool is not None
+        pool.ready = lambda: False  # workers that never come up: every solve is made in this process
+        here = CountingSolver()
+        service = LayerService(here, ARCH, pool)
+        service.solve(jobs)
+        assert here.calls == 2 and service.shared == 1
+        for key, problem in p.items():
+            assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+        del pool.ready
+        while not pool.ready():  # once they are up, the workers solve
+            time.sleep(0.05)
+        there = CountingSolver()
+        service = LayerService(there, ARCH, pool)
+        service.solve(jobs)
+        assert there.calls == 0
+        for key, problem in p.items():
+            assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
