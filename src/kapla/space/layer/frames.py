@@ -63,6 +63,11 @@ class Frame:
         """Columns of the dims blocking splits (more than one step left)."""
         return tuple(j for j, n in enumerate(self.rest) if n > 1)
 
+    @property
+    def relaxed(self) -> bool:
+        """Some level holds a relaxed template mapping (a strip or partial filter left to blocking)."""
+        return any(sp.relaxed for sp in self.spatial)
+
     def describe(self) -> str:
         parts = [f"{name}: {sp.describe()}" for name, sp in zip(self.levels, self.spatial, strict=True)
                  if sp.stacks or sp.unit]

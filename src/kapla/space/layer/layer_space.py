@@ -22,6 +22,7 @@ import copy
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -65,6 +66,23 @@ class LayerSpace:
         other.problem = replace(self.problem, objective=objective)
         other.objective = objective_of(objective)
         return other
+
+    def siblings(self, frame: int) -> tuple[int, ...]:
+        """The frames with ``frame``'s spatial choices and rest under every buffer
+        sharing (``frame`` among them), in order."""
+        return self._sibling_groups[frame]
+
+    @cached_property
+    def _sibling_groups(self) -> list[tuple[int, ...]]:
+        # :func:`frames` lists a spatial choice's sharing variants with one tuple
+        by_spatial: dict[tuple, list[int]] = {}
+        for j, f in enumerate(self.frames):
+            by_spatial.setdefault((id(f.spatial), f.rest), []).append(j)
+        groups: list[tuple[int, ...]] = [()] * len(self.frames)
+        for members in by_spatial.values():
+            for j in members:
+                groups[j] = tuple(members)
+        return groups
 
     def evaluator(self, frame: int) -> FrameEvaluator:
         """The cost-model view of frame ``frame`` (built once)."""

@@ -196,13 +196,13 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     for objective in objectives:
         ranked_ends = sorted(points[objective], key=lambda end: end[0])
         seeded = ranked_ends[:seeds]
-        if seeds and _RELAXED_SEED and not any(_relaxed(space, i) for _, i, _ in seeded):
+        if seeds and _RELAXED_SEED and not any(space.frames[i].relaxed for _, i, _ in seeded):
             # a relaxed frame's descent ends further from its best blocking (its
             # register blocks judged with a partial filter looped above them, or a
             # strip reloading its halo): its best end is refined too (AlexNet conv2
             # at batch 16 on the four-level example: 7.17 -> 6.00 mJ, where the
             # best two ends of the template's frames stay at 6.54)
-            seeded += [end for end in ranked_ends[seeds:] if _relaxed(space, end[1])][:1]
+            seeded += [end for end in ranked_ends[seeds:] if space.frames[end[1]].relaxed][:1]
         seeded += sorted(late[objective], key=lambda end: end[0])[:1 if seeds else 0]
         for key, i, point in seeded:
             found, count = _refine(spaces[objective], i, point, key, steps)
@@ -211,10 +211,6 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             if found is not None and (now is None or better(found.key, now.key)):
                 best[objective] = found
     return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
-
-
-def _relaxed(space: LayerSpace, i: int) -> bool:
-    return any(sp.relaxed for sp in space.frames[i].spatial)
 
 
 def _scheme(found: Found | None) -> LayerScheme | None:
@@ -258,7 +254,7 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # a relaxed mapping's strips and partial filters are estimated less
     # faithfully than whole rows and filters: they are searched beside the
     # template's frames, never in place of them
-    relaxed = np.array([any(sp.relaxed for sp in f.spatial) for f in space.frames], dtype=bool)
+    relaxed = np.array([f.relaxed for f in space.frames], dtype=bool)
     everything = np.arange(len(space.frames), dtype=np.int64)
     plain = everything[~relaxed]
     # relaxed frames have a re-ranking budget of their own: the frame estimate
@@ -370,7 +366,7 @@ class _Estimates:
     def _keys(self, idx: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         d = self.dram[idx]
         unfit = ~np.isfinite(d)
-        return unfit, np.where(unfit, base[idx], base[idx] + np.where(unfit, 0.0, d))
+        return unfit, np.where(unfit, base[idx], base[idx] + d)
 
     def key(self, i: int) -> tuple[bool, float]:
         """Frame ``i``'s place by :attr:`on` plus the DRAM estimate (computed)."""
@@ -402,18 +398,16 @@ class _Estimates:
 
 
 def _most_shared_siblings(space: LayerSpace, frames: Sequence[int], taken: set[int]) -> dict[int, int]:
-    """Per frame of ``frames`` that has one not in ``taken``, its sibling (the same
-    stacks, other buffer sharing) that shares the most (nodes per copy,
+    """Per frame of ``frames`` that has one not in ``taken``, its sibling
+    (:meth:`LayerSpace.siblings`) that shares the most (nodes per copy,
     multiplied over the tensors shared; ties: the first)."""
-    by_stacks: dict[tuple, list[int]] = {}
-    for j, f in enumerate(space.frames):
-        by_stacks.setdefault((f.spatial, f.rest), []).append(j)
+    def shared(j: int) -> int:
+        return math.prod(n for _, n in space.frames[j].shr)
+
     out = {}
     for i in frames:
-        f = space.frames[i]
-        degree = math.prod(n for _, n in f.shr)
-        best = max(by_stacks[(f.spatial, f.rest)], key=lambda j: (math.prod(n for _, n in space.frames[j].shr), -j))
-        if best not in taken and math.prod(n for _, n in space.frames[best].shr) > degree:
+        best = max(space.siblings(i), key=lambda j: (shared(j), -j))
+        if best not in taken and shared(best) > shared(i):
             out[i] = best
             taken.add(best)
     return out
