@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from hypothesis import strategies as st
 
 import kapla.cli.arch_cmd
 import kapla.cli.common
@@ -58,3 +59,29 @@ def small_hierarchy(name: str):
         return load_arch(EXAMPLES / name)
     arch = load_arch(name)
     return arch.with_node_region(2, 2) if arch.node_level is not None and name.startswith("multinode") else arch
+
+
+@st.composite
+def small_layers(draw, c: int = 24, h: tuple[int, int] = (1, 14), k: int = 40, s: int = 5, stride: int = 2,
+                 dilated: bool = False):
+    """Small CONV, depthwise, FC and pooling layers (and 2x2 filters dilated by 2
+    if ``dilated``), with at most ``c`` input channels, ``k`` output channels and
+    ``s`` filter rows, fmaps of ``h`` rows and strides up to ``stride``."""
+    from kapla.workload.layer import Layer, Op
+
+    kind = draw(st.sampled_from(["conv", "dw", "fc", "pool"] + (["dilated"] if dilated else [])))
+    channels = draw(st.integers(1, c))
+    rows = draw(st.integers(*h))
+    if kind == "fc":
+        return Layer("L", Op.FC, c=channels, k=draw(st.integers(1, k)), h=rows, w=rows, s=rows, r=rows)
+    size = draw(st.integers(1, min(rows, s)))
+    step = draw(st.integers(1, stride))
+    if kind == "pool":
+        return Layer("L", Op.POOL, c=channels, k=channels, h=rows, w=rows, s=size, r=size, stride=(step, step),
+                     mode="max")
+    if kind == "dilated":
+        return Layer("L", Op.CONV, c=channels, k=draw(st.integers(1, k // 2)), h=rows + 4, w=rows + 4, s=2, r=2,
+                     dilation=(2, 2))
+    groups = channels if kind == "dw" else 1
+    out = channels if kind == "dw" else draw(st.integers(1, k))
+    return Layer("L", Op.CONV, c=channels, k=out, h=rows, w=rows, s=size, r=size, stride=(step, step), groups=groups)

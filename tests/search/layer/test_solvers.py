@@ -22,6 +22,7 @@ from kapla.space.layer.layer_space import LayerSpace
 from kapla.space.layer.skeletons import BLOCK_DIMS, Blocking, build_scheme, divisors
 from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
+from tests.conftest import small_layers  # noqa: F401  (imported from here by other tests)
 
 SMALL_ARCH = load_arch("multinode").with_node_region(2, 2).with_level("GBUF", capacity=4096)
 
@@ -84,22 +85,6 @@ def test_the_frame_bound_never_exceeds_a_real_scheme(layer):
         cost = evaluate(space.evaluator(frame).scheme(b, 0), SMALL_ARCH)
         if cost.valid:
             assert space.bound(frame).energy <= cost.total_energy * (1 + 1e-12)
-
-
-@st.composite
-def small_layers(draw):
-    kind = draw(st.sampled_from(["conv", "dw", "fc", "pool"]))
-    c = draw(st.integers(1, 24))
-    h = draw(st.integers(1, 14))
-    if kind == "fc":
-        return Layer("L", Op.FC, c=c, k=draw(st.integers(1, 40)), h=h, w=h, s=h, r=h)
-    s = draw(st.integers(1, min(h, 5)))
-    stride = draw(st.integers(1, 2))
-    if kind == "pool":
-        return Layer("L", Op.POOL, c=c, k=c, h=h, w=h, s=s, r=s, stride=(stride, stride), mode="max")
-    groups = c if kind == "dw" else 1
-    k = c if kind == "dw" else draw(st.integers(1, 40))
-    return Layer("L", Op.CONV, c=c, k=k, h=h, w=h, s=s, r=s, stride=(stride, stride), groups=groups)
 
 
 def solve_valid(solver, layer, batch, arch):
