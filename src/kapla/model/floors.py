@@ -22,11 +22,12 @@ def compute_floor(net: Network, arch: ArchSpec) -> float:
     return net.batch * sum(layer.ops for layer in net) / arch.num_pes
 
 
-def memory_floor(net: Network, arch: ArchSpec) -> float:
-    """Cycles to move the weights, the inputs and the outputs over ``arch``'s DRAM bandwidth once."""
+def memory_floor(net: Network, arch: ArchSpec, weights: bool = True) -> float:
+    """Cycles to move the weights, the inputs and the outputs over ``arch``'s DRAM bandwidth once
+    (``weights=False``: all but the weights, for a schedule that pins them on chip, loaded before)."""
     outputs = sum(layer.out_shape.elems for layer in net if layer.out_shape is not None
                   and not net.consumers(layer.name))
-    words = sum(layer.weight_elems for layer in net) + net.batch * (
+    words = weights * sum(layer.weight_elems for layer in net) + net.batch * (
         sum(shape.elems for shape in net.inputs.values()) + outputs)
     return words * arch.word_bytes / arch.dram_bandwidth
 

@@ -45,6 +45,9 @@ ZOO: dict[str, Callable[[int], Network]] = {
     "vit_b16": vit_b16,
 }
 
+TRANSFORMERS = ("bert_base", "bert_base_512", "gpt2", "gpt2_decode", "llama3_8b_block", "llama3_8b_decode",
+                "vit_b16")  # the zoo's transformers
+
 ALIASES = {"vgg": "vgg16", "resnet": "resnet152", "mlp": "mlp_l", "lstm": "lstm_l", "bert": "bert_base",
            "vit": "vit_b16", "llama": "llama3_8b_block"}
 
@@ -69,4 +72,4 @@ def get_network(name: str, batch: int = 64) -> Network:
     return ZOO[key](batch)
 
 
-__all__ = ["ALIASES", "ZOO", "canonical_name", "get_network"]
+__all__ = ["ALIASES", "TRANSFORMERS", "ZOO", "canonical_name", "get_network"]

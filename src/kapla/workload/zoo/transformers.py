@@ -111,8 +111,11 @@ def _stack(b: NetworkBuilder, cfg: Config, x: str, tokens: int, cache: int = 0, 
     return x
 
 
-def _decoder(name: str, cfg: Config, batch: int, tokens: int, cache: int = 0, layers: int | None = None,
-             vocab: int = 0) -> Network:
+def decoder(name: str, cfg: Config, batch: int, tokens: int, cache: int = 0, layers: int | None = None,
+            vocab: int = 0) -> Network:
+    """A decoder of ``cfg``'s dimensions: prefill of ``tokens`` tokens, or with a KV ``cache`` of that many
+    past tokens, decode of ``tokens`` (1) new ones; ``layers`` blocks (None: ``cfg.layers``), then the
+    final norm and the projection to a ``vocab`` of that many tokens (0: none)."""
     b = NetworkBuilder(name, batch)
     x = _stack(b, cfg, b.input("tokens", cfg.hidden, tokens, 1), tokens, cache, layers)  # embedded tokens
     if vocab:  # the final norm and the projection to the vocabulary (of every token, as in training)
@@ -134,26 +137,26 @@ def bert_base(batch: int = 64, tokens: int = 128) -> Network:
 def gpt2(batch: int = 64, tokens: int = 128) -> Network:
     """GPT-2 small (Radford et al., 2019): prefill of ``tokens`` tokens through 12 blocks and the
     (tied) projection to the vocabulary of every token."""
-    return _decoder("gpt2", GPT2_SMALL, batch, tokens, vocab=GPT2_VOCAB)
+    return decoder("gpt2", GPT2_SMALL, batch, tokens, vocab=GPT2_VOCAB)
 
 
 def gpt2_decode(batch: int = 64, cache: int = 1023) -> Network:
     """GPT-2 small decoding one token against a KV cache of ``cache`` past tokens."""
-    return _decoder("gpt2_decode", GPT2_SMALL, batch, 1, cache=cache, vocab=GPT2_VOCAB)
+    return decoder("gpt2_decode", GPT2_SMALL, batch, 1, cache=cache, vocab=GPT2_VOCAB)
 
 
 def llama3_8b(batch: int = 64, tokens: int = 128, layers: int = 1) -> Network:
     """Llama-3-8B-style decoder blocks (Grattafiori et al., 2024): hidden 4096, 32 query and 8 K/V
     heads (grouped-query attention), SwiGLU FFN of 14336, RMSNorm, rotary embedding; prefill of
     ``tokens`` tokens through ``layers`` blocks (the model has 32)."""
-    return _decoder("llama3_8b_block" if layers == 1 else f"llama3_8b_{layers}", LLAMA3_8B, batch, tokens,
+    return decoder("llama3_8b_block" if layers == 1 else f"llama3_8b_{layers}", LLAMA3_8B, batch, tokens,
                     layers=layers)
 
 
 def llama3_8b_decode(batch: int = 64, cache: int = 2047, layers: int = 1) -> Network:
     """Llama-3-8B-style blocks decoding one token against a KV cache of ``cache`` past tokens."""
     name = "llama3_8b_decode" if layers == 1 else f"llama3_8b_decode_{layers}"
-    return _decoder(name, LLAMA3_8B, batch, 1, cache=cache, layers=layers)
+    return decoder(name, LLAMA3_8B, batch, 1, cache=cache, layers=layers)
 
 
 def vit_b16(batch: int = 64, image: int = 224) -> Network:
@@ -173,5 +176,5 @@ def vit_b16(batch: int = 64, image: int = 224) -> Network:
     return b.build()
 
 
-__all__ = ["BERT_BASE", "GPT2_SMALL", "LLAMA3_8B", "VIT_B16", "Config", "bert_base", "gpt2", "gpt2_decode",
+__all__ = ["BERT_BASE", "GPT2_SMALL", "LLAMA3_8B", "VIT_B16", "Config", "bert_base", "decoder", "gpt2", "gpt2_decode",
            "llama3_8b", "llama3_8b_decode", "vit_b16"]
