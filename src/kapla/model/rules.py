@@ -149,22 +149,33 @@ def used_units(nests: Nests) -> list[np.ndarray]:
     hardware: a stack's units lying wholly beyond the layer (which a valid
     nest never has: :func:`coverage`) get no work and move no data."""
     F = nests.combos
-    f = np.arange(F)
-    per_level = []
-    for i in range(nests.levels):
-        st = nests.stacks[i]
-        reach = np.array(nests.nominal_tiles[i], dtype=np.int64)  # what each stack advances by, innermost first
-        used = np.ones(F, dtype=np.int64)
-        for k in range(st.dims.shape[1]):
-            d, n = st.dims[:, k], st.counts[:, k]
-            step, full = reach[f, d], nests.full[d]
-            used *= np.where(wholly_beyond(n, step, full), -(-full // np.maximum(step, 1)), n)
-            reach[f, d] = step * n
-        per_level.append(used)
+    per_level = [np.prod(_stack_use(nests, i), axis=1) for i in range(nests.levels)]
     out = [np.ones(F, dtype=np.int64)]
     for p in reversed(per_level):
         out.append(out[-1] * p)
     return [u[nests.rows] for u in out[::-1]]
+
+
+def _stack_use(nests: Nests, level: int) -> np.ndarray:
+    """``(F, stacks)`` units of each stack of ``level`` in use (see :func:`used_units`)."""
+    F = nests.combos
+    f = np.arange(F)
+    st = nests.stacks[level]
+    reach = np.array(nests.nominal_tiles[level], dtype=np.int64)  # what each stack advances by, innermost first
+    out = np.ones((F, st.dims.shape[1]), dtype=np.int64)
+    for k in range(st.dims.shape[1]):
+        d, n = st.dims[:, k], st.counts[:, k]
+        step, full = reach[f, d], nests.full[d]
+        out[:, k] = np.where(wholly_beyond(n, step, full), -(-full // np.maximum(step, 1)), n)
+        reach[f, d] = step * n
+    return out
+
+
+def used_sharers(nests: Nests, level: int, kind: Kind) -> np.ndarray:
+    """``(M,)`` units in use of ``level`` in one group that needs the same block of
+    ``kind``: over its stacks of dims the tensor does not depend on."""
+    irrelevant = ~RELEVANT_MASK[kind][nests.stacks[level].dims]
+    return np.prod(np.where(irrelevant, _stack_use(nests, level), 1), axis=1)[nests.rows]
 
 
 def coverage_violations(nests: Nests) -> list[Violation]:

@@ -59,7 +59,7 @@ from kapla.dataflow.tensors import RELEVANT_MASK, WINDOW_AXIS, Kind, footprints,
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, mean_channel_distance
 from kapla.model.nests import Nests
-from kapla.model.rules import used_units
+from kapla.model.rules import used_sharers, used_units
 
 
 @dataclass(frozen=True, eq=False)
@@ -288,6 +288,16 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 top_reads[r] = parent_reads
                 if spans_node and not written and hw.per_node_dram:
                     parent_reads = into_nodes  # every node fetches its own copy
+                    group = nests.shr[node_at].get(kind)
+                    if c < node_at and group is not None and not (feed is not None
+                                                                  and _stays_on_chip(kind, written, feed)):
+                        # but a sharing group fetches one copy between its nodes, even of
+                        # data the node buffers bypass (nn_dataflow's access forwarding;
+                        # only an imported scheme shares what it bypasses)
+                        parent_reads = into_nodes / np.minimum(group[rows], used_sharers(nests, node_at, kind))
+                        # that copy comes over the NoC, the rest from a neighbour, one hop a word
+                        hops[r] += into_nodes - parent_reads
+                        into_nodes = parent_reads
                 elif spans_node and written and hw.psums_through_dram:
                     reads_in, writes_out = _node_partial_sums(kind, sw, blocks, c, node_at, units[node_at], cp)
                     # only what the PEs of one node combine is reduced before it goes out

@@ -161,3 +161,13 @@ def test_kapla_objections_are_listed_under_the_layer_table():
     assert "* kapla's own check objects to these schemes (each layer is costed all the same):" in out
     for name in noted:
         assert f"  {name}: " in out and f"{name} *" in out
+
+
+def test_a_layer_recorded_off_its_allocated_nodes_is_one_error_line(write_json):
+    data = reference_data()
+    data["schedules"]["fc2"][1][1][0][1] = [0, 15]  # fc2's output region moved to another origin
+    path = write_json(json.dumps(data))
+    result = run(path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith(f"error: {path}: schedules.fc2: its output layout's region")

@@ -182,9 +182,11 @@ def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple
         unit[step.dim] = unit.get(step.dim, 1) * step.count
 
     node_stacks = _fold_grid(node_stacks, node_array)
-    # a group shares one copy of what it keeps; what bypasses the buffer is not shared there
-    shr = tuple((kind, g) for kind, g, kept in zip((Kind.WGT, Kind.IFM, Kind.OFM), scheme.bufshr_grp,
-                                                   scheme.gbuf_stored, strict=True) if g > 1 and kept)
+    # a group shares one copy of what it keeps; of what bypasses the buffer, it still fetches one copy
+    # from DRAM (nn_dataflow's access forwarding: kapla's check objects, its per-node DRAM counting
+    # follows)
+    shr = tuple((kind, g) for kind, g in zip((Kind.WGT, Kind.IFM, Kind.OFM), scheme.bufshr_grp, strict=True)
+                if g > 1)
     levels = (
         LevelScheme("REGF", tuple(pe_stacks), tuple(level_loops(1))),
         LevelScheme("GBUF", tuple(node_stacks), tuple(level_loops(0)), shr=shr,

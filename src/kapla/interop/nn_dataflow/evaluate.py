@@ -8,6 +8,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.interop.nn_dataflow.figures import Figures, ToolFigures
 from kapla.interop.nn_dataflow.imported import ImportedLayer, import_layer
 from kapla.interop.nn_dataflow.reader import LEVELS, NnDataflowRun
+from kapla.interop.nn_dataflow.regions import layer_regions
 from kapla.model.hardware import ITCN, STATIC
 from kapla.workload.network import Network
 
@@ -26,7 +27,7 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
     # nn_dataflow's levels by position: whatever the hardware calls them
     regf, gbuf, dram = (level.name for level in arch.levels)
     names = dict(zip(LEVELS, (dram, gbuf, ITCN, regf), strict=True))
-    layers = {im.name: _figures(im, names) for im in imported}
+    layers = {im.name: _figures(im, names, arch.static_energy) for im in imported}
     # a segment's regions run side by side; the layers of one region one after another
     segments: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for im in imported:
@@ -42,11 +43,15 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
 
 
 def imported_layers(run: NnDataflowRun, net: Network, arch: ArchSpec) -> list[ImportedLayer]:
-    """Each layer of ``run`` as kapla's directives and their cost, in schedule order."""
-    return [import_layer(net, run.batch, arch, name, s) for name, s in run.schedules.items()]
+    """Each layer of ``run`` as kapla's directives and their cost on its nodes, in schedule order."""
+    regions = layer_regions(run)
+    return [import_layer(net, run.batch, arch, name, s, regions[name]) for name, s in run.schedules.items()]
 
 
-def _figures(im: ImportedLayer, names: dict[str, str]) -> Figures:
+def _figures(im: ImportedLayer, names: dict[str, str], static: float) -> Figures:
     c = im.cost
-    return Figures(c.total_energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops,
+    # a layer's static energy is the whole chip's over its time, as nn_dataflow counts it
+    # (its region's share alone would leave the other nodes' uncounted)
+    energy = c.total_energy - c.energy.get(STATIC, 0.0) + static * c.time
+    return Figures(energy, c.time, {lvl: c.level_accesses(names[lvl]) for lvl in LEVELS}, c.noc_hops,
                    im.notes)

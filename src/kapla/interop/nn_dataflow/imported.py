@@ -21,10 +21,12 @@ from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.segment import AnyRegion
 from kapla.interop.nn_dataflow.convert import FIL, NdfScheme, to_layer_scheme
 from kapla.interop.nn_dataflow.reader import LayerSchedule
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import FROM_DRAM, Feed
+from kapla.model.segment import dram_distance, region_arch
 from kapla.workload.network import Network
 
 #: NoC hops a forwarded fmap travels between neighbouring regions (nn_dataflow
@@ -43,23 +45,32 @@ class ImportedLayer:
     notes: tuple[str, ...]
 
 
-def feed_of(schedule: LayerSchedule, has_weights: bool) -> Feed:
-    """Where nn_dataflow's scheme gets its data: DRAM or on chip."""
+def feed_of(schedule: LayerSchedule, has_weights: bool, dram_hops: float | None = None) -> Feed:
+    """Where nn_dataflow's scheme gets its data: DRAM or on chip (``dram_hops``: its
+    nodes' mean distance to the DRAM channels, None: the hardware's own)."""
     src_dram, dst_dram = schedule.is_dram
     pinned = has_weights and schedule.access[0][FIL] == 0.0
-    if src_dram and dst_dram and not pinned:
+    if src_dram and dst_dram and not pinned and dram_hops is None:
         return FROM_DRAM
-    return Feed(ifm_hops=None if src_dram else FORWARD_HOPS, to_dram=dst_dram, pinned=pinned)
+    return Feed(ifm_hops=None if src_dram else FORWARD_HOPS, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops)
 
 
-def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule) -> ImportedLayer:
-    """Layer ``name`` of ``net`` under nn_dataflow's scheme ``schedule``."""
+def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule,
+                 region: AnyRegion | None = None) -> ImportedLayer:
+    """Layer ``name`` of ``net`` under nn_dataflow's scheme ``schedule``, on the nodes
+    ``region`` of the chip ``arch`` (None: the whole chip)."""
     layer = net[name]
     producers = net.producers(name)
-    directives = to_layer_scheme(layer, batch, NdfScheme.of(schedule), arch.levels[0].array, arch.levels[-2].array,
-                                 ifm_name=producers[0] if producers else None)
-    feed = feed_of(schedule, layer.has_weights)
+    local = arch if region is None else region_arch(arch, region)
+    directives = to_layer_scheme(layer, batch, NdfScheme.of(schedule), local.levels[0].array,
+                                 local.levels[-2].array, ifm_name=producers[0] if producers else None)
+    feed = feed_of(schedule, layer.has_weights, None if region is None else dram_distance(arch, region))
+    arch = local
     checked = evaluate(directives, arch, feed)
     cost = checked if checked.valid else evaluate(directives, arch, feed, check=False, feed_rule=False)
-    notes = tuple(str(v) for v in checked.validity.reasons) if not checked.valid else ()
+    notes: tuple[str, ...] = ()
+    if not checked.valid:
+        # the structural rules hide the feed's from the check: both are kept
+        fed = evaluate(directives, arch, feed, check=False)
+        notes = tuple(dict.fromkeys(str(v) for v in checked.validity.reasons + fed.validity.reasons))
     return ImportedLayer(name, directives, feed, cost, notes)
