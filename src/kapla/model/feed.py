@@ -44,6 +44,12 @@ class Feed:
         """Some data stay on chip (the layer has constraints beyond its buffers)."""
         return self.ifm_hops is not None or not self.to_dram or self.pinned
 
+    @property
+    def kept(self) -> frozenset[Kind]:
+        """The tensors that stay on chip: they cross DRAM at most once, whatever the scheme."""
+        return frozenset(k for k, on in ((Kind.IFM, self.ifm_hops is not None), (Kind.OFM, not self.to_dram),
+                                         (Kind.WGT, self.pinned)) if on)
+
     def wants(self) -> list[str]:
         """What the feed asks of a scheme, in words (for error messages)."""
         out = []

@@ -4,6 +4,7 @@ and honouring a feed (data kept on chip fetched once)."""
 import pytest
 
 from kapla.arch import load_arch
+from kapla.dataflow.tensors import Kind
 from kapla.model.evaluate import Feed, evaluate
 from kapla.search.base import NoSchemeError
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
@@ -226,3 +227,25 @@ def test_the_frame_of_the_best_scheme_brings_its_most_shared_sibling_on_a_classi
     assert found <= 438.19e-3 * 1.05
     monkeypatch.setattr(levels, "_BEST_SIBLING", False)
     assert KaplaIntraSolver().solve(layer, 64, arch).cost.total_energy > 1.1 * found
+
+
+def test_under_a_feed_each_frame_brings_its_sibling_sharing_nothing_kept_on_chip(monkeypatch):
+    # MLP-S fc2 in the pipelined segment the exhaustive search picks on multinode_nndataflow: its input
+    # forwarded from fc1, its weights pinned, its output kept for fc3. The estimates, which ignore the
+    # feed, rank sharing the input and weights among nodes high (it would save DRAM fetches that never
+    # happen); the frames without that sharing hold the optimum.
+    from kapla.dataflow.segment import FoldedRegion, Region
+    from kapla.model.segment import dram_distance, region_arch
+    from kapla.search.layer.kapla import levels
+    from kapla.space.problem import Problem
+
+    chip = load_arch("multinode_nndataflow")
+    fc1, fc2 = FoldedRegion(0, 8, 16, 0, 23), Region((8, 1), (8, 8))
+    feed = Feed(ifm_hops=fc2.distance(fc1), to_dram=False, pinned=True, dram_hops=dram_distance(chip, fc2))
+    assert feed.kept == {Kind.IFM, Kind.WGT, Kind.OFM}
+    layer = Layer("fc2", Op.FC, 500, 250, 1, 1)
+    problem = Problem(layer, 64, region_arch(chip, fc2), feed=feed)
+    best = ExhaustiveIntraSolver().run(problem).cost.total_energy
+    assert KaplaIntraSolver().run(problem).cost.total_energy == pytest.approx(best, rel=1e-9)
+    monkeypatch.setattr(levels, "_FED_SIBLINGS", False)
+    assert KaplaIntraSolver().run(problem).cost.total_energy > 1.05 * best

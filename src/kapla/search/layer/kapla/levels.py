@@ -90,6 +90,7 @@ REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 _RELAXED_SEED = True  # the best end of a relaxed frame is refined too
 _BEST_SIBLING = True  # the frame of the best scheme brings its most-shared sibling
 _SHARED_SIBLINGS = True  # with a middle level, each template frame descended brings its most-shared sibling
+_FED_SIBLINGS = True  # under a feed, each frame descended brings its sibling sharing none of the data kept on chip
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
 # one innermost loop per level, and only the best ``_KEPT_SPLITS`` splits under
@@ -319,6 +320,25 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
                     grown.append(j)
                     blocks[j] = found[j]
             first = grown
+    if space.problem.fed is not None and _FED_SIBLINGS:
+        # data a segment keeps on chip (a forwarded input, pinned weights, an
+        # output left for its consumers) cross DRAM at most once whatever the
+        # blocking: sharing them among nodes saves no DRAM fetch, yet costs its
+        # rotation. The estimates ignore the feed and rank sharing them high, so
+        # each frame descended brings its sibling that shares none of them
+        # (MLP-S fc2 in a pipelined segment: 11 % lower)
+        siblings = _unshared_siblings(space, first, set(first))
+        if siblings:
+            found, _, count = _register_blocks(space, list(siblings.values()), arr, beam)
+            evaluated += count
+            grown = []
+            for i in first:
+                grown.append(i)
+                j = siblings.get(i)
+                if j is not None and found.get(j):
+                    grown.append(j)
+                    blocks[j] = found[j]
+            first = grown
     if not estimates.faithful(arch):
         # the estimates see a deeper hierarchy through its two ends only: the
         # cost model's own ranking of the frames adds its best few
@@ -410,6 +430,24 @@ def _most_shared_siblings(space: LayerSpace, frames: Sequence[int], taken: set[i
         if best not in taken and shared(best) > shared(i):
             out[i] = best
             taken.add(best)
+    return out
+
+
+def _unshared_siblings(space: LayerSpace, frames: Sequence[int], taken: set[int]) -> dict[int, int]:
+    """Per frame of ``frames`` that shares a tensor the problem's feed keeps on
+    chip, its sibling (:meth:`LayerSpace.siblings`) sharing the rest alike and
+    none of those, where it is not in ``taken``."""
+    kept = space.problem.feed.kept
+    out = {}
+    for i in frames:
+        shr = space.frames[i].shr
+        want = tuple((k, n) for k, n in shr if k not in kept)
+        if want == shr:
+            continue
+        j = next((j for j in space.siblings(i) if space.frames[j].shr == want), None)
+        if j is not None and j not in taken:
+            out[i] = j
+            taken.add(j)
     return out
 
 
