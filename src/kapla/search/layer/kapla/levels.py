@@ -308,18 +308,9 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         # its partial sums across a whole reduction: the estimates, which see
         # the hierarchy through its two ends, charge the rotation and miss
         # that, so each template frame descended brings its most-shared sibling
-        siblings = _most_shared_siblings(space, [i for i in first if not relaxed[i]], set(first))
-        if siblings:
-            found, _, count = _register_blocks(space, list(siblings.values()), arr, beam)
-            evaluated += count
-            grown = []
-            for i in first:
-                grown.append(i)
-                j = siblings.get(i)
-                if j is not None and found.get(j):
-                    grown.append(j)
-                    blocks[j] = found[j]
-            first = grown
+        first, count = _with_siblings(space, first, _most_shared_siblings(
+            space, [i for i in first if not relaxed[i]], set(first)), arr, beam, blocks)
+        evaluated += count
     if space.problem.fed is not None and _FED_SIBLINGS:
         # data a segment keeps on chip (a forwarded input, pinned weights, an
         # output left for its consumers) cross DRAM at most once whatever the
@@ -327,18 +318,9 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         # rotation. The estimates ignore the feed and rank sharing them high, so
         # each frame descended brings its sibling that shares none of them
         # (MLP-S fc2 in a pipelined segment: 11 % lower)
-        siblings = _unshared_siblings(space, first, set(first))
-        if siblings:
-            found, _, count = _register_blocks(space, list(siblings.values()), arr, beam)
-            evaluated += count
-            grown = []
-            for i in first:
-                grown.append(i)
-                j = siblings.get(i)
-                if j is not None and found.get(j):
-                    grown.append(j)
-                    blocks[j] = found[j]
-            first = grown
+        first, count = _with_siblings(space, first, _unshared_siblings(space, first, set(first)), arr, beam,
+                                      blocks)
+        evaluated += count
     if not estimates.faithful(arch):
         # the estimates see a deeper hierarchy through its two ends only: the
         # cost model's own ranking of the frames adds its best few
@@ -415,6 +397,24 @@ class _Estimates:
                 if not unfit[last] and value[last] < bound[done]:
                     break
         return cand[:done][best[:k]]
+
+
+def _with_siblings(space: LayerSpace, first: list[int], siblings: Mapping[int, int], arr: FrameArrays, beam: int,
+                   blocks: dict[int, list[_State]]) -> tuple[list[int], int]:
+    """``first`` with each frame's sibling (``siblings``) right after it where
+    one of its register blocks fits (their blocks added to ``blocks``), and
+    the candidates costed."""
+    if not siblings:
+        return first, 0
+    found, _, count = _register_blocks(space, list(siblings.values()), arr, beam)
+    grown = []
+    for i in first:
+        grown.append(i)
+        j = siblings.get(i)
+        if j is not None and found.get(j):
+            grown.append(j)
+            blocks[j] = found[j]
+    return grown, count
 
 
 def _most_shared_siblings(space: LayerSpace, frames: Sequence[int], taken: set[int]) -> dict[int, int]:
