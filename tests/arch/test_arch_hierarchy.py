@@ -436,6 +436,17 @@ def test_four_level_example_validates():
     assert parse_arch(spec.to_dict()) == spec
 
 
+def test_deep_design_example_validates():
+    """The hand-written design of issue 27's user: per-tensor register files in 4x4 PEs, 2x2 clusters
+    of 8 KiB each over its own bus, a 128 KiB global buffer per node, 2x2 nodes sharing buffers, C|K."""
+    spec = load_arch(EXAMPLES / "deep_design.yaml")
+    assert spec.level_names == ("REGF", "CBUF", "GBUF", "DRAM")
+    assert spec.capacity_is_split(0) and spec.capacity_bytes(0, "wgt") == 48
+    assert spec.pe_array == (4, 4) and spec.node_array == (2, 2) and spec.num_pes == 4 * 4 * 4 * 4
+    assert spec.bus_of(1) == BusSpec(width_bits=128, access_pj=0.8) and spec.options.buffer_sharing
+    assert parse_arch(spec.to_dict()) == spec
+
+
 # ----------------------------------------------------------- derived specs
 
 
