@@ -29,6 +29,7 @@ CASES = {
     "nn_dataflow_alexnet_per_layer.json": dict(pipelining=False, buffer_sharing=False),
     "nn_dataflow_mlp_s_tangram.json": dict(),
     "nn_dataflow_mlp_m_tangram.json": dict(),
+    "nn_dataflow_mlp_l_tangram.json": dict(),
 }
 #: kapla's own schedules: KAPLA and the exhaustive search (nn_dataflow's own search is exhaustive) under
 #: nn_dataflow's counting, KAPLA under kapla's
