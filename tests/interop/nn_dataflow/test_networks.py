@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kapla.errors import InteropError
-from kapla.interop.nn_dataflow.networks import INPUT, NETWORKS, network_of_run, nn_dataflow_network
+from kapla.interop.nn_dataflow.networks import INPUT, NETWORKS, network_of_run, nn_dataflow_network, nn_dataflow_ops
 from kapla.interop.nn_dataflow.reader import parse_nn_dataflow, read_nn_dataflow
 from kapla.workload.layer import Op
 from tests.interop.nn_dataflow.conftest import ALEXNET, MLP_S, REFERENCES, reference_data
@@ -18,8 +18,8 @@ def test_every_layer_does_the_work_nn_dataflow_counted(path):
     assert [layer.name for layer in net.layers if layer.name not in run.schedules] == []
     assert sorted(run.schedules) == sorted(layer.name for layer in net.layers)
     for name, sched in run.schedules.items():
-        assert net[name].loop_ops * run.batch == pytest.approx(sched.ops, rel=1e-12), name
-    assert sum(layer.loop_ops for layer in net.layers) * run.batch == pytest.approx(run.total_ops, rel=1e-12)
+        assert nn_dataflow_ops(net[name]) * run.batch == pytest.approx(sched.ops, rel=1e-12), name
+    assert sum(nn_dataflow_ops(layer) for layer in net.layers) * run.batch == pytest.approx(run.total_ops, rel=1e-12)
 
 
 def test_alex_net_is_nn_dataflows_two_towers_on_a_224_input():
@@ -43,15 +43,22 @@ def test_the_mlps_are_fc_chains_on_784_inputs(name, sizes):
     assert [layer.k for layer in net.layers] == sizes and net.layers[0].c == 784 and net.batch == 8
 
 
-def test_an_unknown_network_lists_the_known_ones():
-    with pytest.raises(InteropError, match=r"unknown nn_dataflow network 'vgg_net' \(kapla knows alex_net, mlp_l, "
-                                           r"mlp_m, mlp_s\)"):
-        nn_dataflow_network("vgg_net", 64)
+def test_an_unknown_network_is_one_line_listing_every_known_one():
+    known = ("alex_net, googlenet, lstm_gnmt, lstm_phoneme, lstm_showtell, mlp_l, mlp_m, mlp_s, resnet152, "
+             "resnet50, vgg19_net, vgg_net, zfnet")
+    with pytest.raises(InteropError) as err:
+        nn_dataflow_network("resnet18", 64)
+    assert str(err.value) == f"unknown nn_dataflow network 'resnet18' (kapla knows {known})"
     data = reference_data()
-    data["net"] = "vgg_net"
-    with pytest.raises(InteropError, match=r"^run\.json: net: unknown nn_dataflow network 'vgg_net'"):
+    data["net"] = "resnet18"
+    with pytest.raises(InteropError) as err:
         network_of_run(parse_nn_dataflow(data, "run.json"))
-    assert set(NETWORKS) == {"alex_net", "mlp_s", "mlp_m", "mlp_l"}
+    assert str(err.value) == f"run.json: net: unknown nn_dataflow network 'resnet18' (kapla knows {known})"
+    assert "\n" not in str(err.value)
+    # every network of nn_dataflow's nns/ package
+    assert set(NETWORKS) == {"alex_net", "googlenet", "lstm_gnmt", "lstm_phoneme", "lstm_showtell",
+                                         "mlp_l", "mlp_m", "mlp_s", "resnet152", "resnet50", "vgg19_net", "vgg_net",
+                                         "zfnet"}
 
 
 def test_a_scheduled_layer_the_network_lacks_is_named():
@@ -85,3 +92,4 @@ def test_the_reference_runs_resolve_to_their_networks():
     for path, name in ((ALEXNET, "alex_net"), (MLP_S, "mlp_s")):
         net = network_of_run(read_nn_dataflow(path))
         assert (net.name, net.batch) == (name, 64)
+
