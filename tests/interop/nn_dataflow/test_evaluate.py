@@ -243,3 +243,54 @@ def test_mlp_l_agrees_within_5_percent_but_for_the_noc():
         assert ours.accesses[level] == pytest.approx(theirs.accesses[level], rel=0.05)
     assert ours.energy_j == pytest.approx(theirs.energy_j, rel=0.05)
     assert ours.noc_hops / theirs.noc_hops == pytest.approx(0.481, abs=0.01)
+
+
+# nn_dataflow's own per-layer runs of two LSTMs (nn_dataflow 2.1-3-g198a527, lstm_phoneme and
+# lstm_showtell, batch 64, 16x16 nodes of 8x8 PEs, 64 B REGF, 32 KiB GBUF, 128-bit bus, 51.2 B/cycle
+# DRAM, AlexNet's unit costs, hybrid/batch/ifmap partitioning, analytical loop blocking)
+@pytest.fixture(scope="module")
+def lstms():
+    return {name: import_schedule(DATA / f"nn_dataflow_{name}_per_layer.json")
+            for name in ("lstm_phoneme", "lstm_showtell")}
+
+
+def test_an_lstm_run_imports_with_its_eltwise_layers(lstms):
+    for name, result in lstms.items():
+        assert result.network.name == name and result.run.batch == 64
+        # in nn_dataflow's scheduling order
+        assert list(result.kapla.layers) == list(result.run.schedules)
+        assert sorted(result.run.schedules) == sorted(layer.name for layer in result.network)
+        assert {str(layer.op) for layer in result.network} == {"fc", "eltwise"}
+    assert set(lstms["lstm_showtell"].network.inputs) == {"__INPUT__", "cell_cinit", "cell_hinit"}
+
+
+@pytest.mark.parametrize("name", ["cell_cand", "cell_igate", "cell_fgate", "cell_ogate"])
+def test_lstm_gates_match_but_for_the_noc(lstms, name):
+    r = ratios(lstms["lstm_showtell"], name)
+    for figure in ("time", "DRAM", "GBUF", "ITCN", "REGF"):
+        assert r[figure] == pytest.approx(1.0, rel=1e-9), (figure, r[figure])
+    assert ratios(lstms["lstm_phoneme"], name)["REGF"] == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("run", ["lstm_phoneme", "lstm_showtell"])
+@pytest.mark.parametrize("name", ["cell_cout_f", "cell_cout_i", "cell_cout", "cell_hout"])
+def test_a_two_operand_eltwise_layer_reads_both_operands_where_nn_dataflow_sizes_one(lstms, run, name):
+    """nn_dataflow sizes an eltwise layer's input as one fmap of its output's
+    channels and counts an input read and an output read and write per operand
+    in the register file; kapla reads each operand once and writes the output
+    (convert.py's notes): 3 words for 2 outside the PEs, 4 for 6 inside them.
+    Both bypass the node buffers."""
+    assert lstms[run].network[name].n_inputs == 2
+    r = ratios(lstms[run], name)
+    for figure in ("time", "DRAM", "ITCN"):
+        assert r[figure] == pytest.approx(1.5, rel=1e-9), (figure, r[figure])
+    assert lstms[run].kapla.layers[name].accesses["GBUF"] == lstms[run].nn_dataflow.layers[name].accesses["GBUF"] == 0
+    assert r["REGF"] == pytest.approx(2 / 3, rel=1e-9)
+    assert lstms[run].kapla.layers[name].notes == ()
+
+
+def test_a_one_operand_eltwise_layer_agrees(lstms):
+    r = ratios(lstms["lstm_showtell"], "Wd")
+    for figure in ("time", "DRAM", "GBUF", "ITCN", "REGF"):
+        assert r[figure] == pytest.approx(1.0, rel=1e-9), (figure, r[figure])
+    assert abs(r["energy"] - 1) <= 0.01

@@ -115,8 +115,10 @@ BAD_FILES = [
     (_mutated(lambda d: d["schedules"]["fc1"][0]["part"][1].pop()),
      "schedules.fc1.part.pdims: expected 4 pairs: OUTP, OFMP, BATP, INPP (got 3)"),
     (_mutated(lambda d: d.update(batch="64")), "batch: must be an integer (got '64')"),
-    (_mutated(lambda d: d.update(net="resnet50")), "net: unknown nn_dataflow network 'resnet50' (kapla knows "
-                                                   "alex_net, mlp_l, mlp_m, mlp_s)"),
+    (_mutated(lambda d: d.update(net="resnet18")), "net: unknown nn_dataflow network 'resnet18' (kapla knows "
+                                                   "alex_net, googlenet, lstm_gnmt, lstm_phoneme, lstm_showtell, "
+                                                   "mlp_l, mlp_m, mlp_s, resnet152, resnet50, vgg19_net, vgg_net, "
+                                                   "zfnet)"),
     (_mutated(lambda d: d["schedules"].update(fc9=d["schedules"].pop("fc3"))),
      "schedules.fc9: no layer 'fc9' in nn_dataflow's mlp_s"),
     (_mutated(lambda d: d["resource"].update(array_bus_width=float("inf"))),

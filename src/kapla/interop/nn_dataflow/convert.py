@@ -21,6 +21,18 @@ updates over all eight loop dimensions. The translation:
 Eyeriss folds output rows that do not fit the array into the batch loop
 (``fold.w``); kapla gives them back to ``Y`` at the innermost batch loop
 that can take them.
+
+nn_dataflow maps pooling and eltwise layers alike (its local-region
+layers): one output channel per input channel, so its output-channel loop
+is kapla's ``G`` and there is no input-channel loop. An eltwise layer is the
+1x1 case. nn_dataflow sizes its input as one fmap of the output's channels,
+however many operands (``nreg``) it merges, and counts ``nreg`` operations
+per output element, each reading one input word and reading and writing the
+output in the register file; kapla's eltwise layer reads each of its
+``n_inputs`` operands and writes the output once per element. So a
+two-operand layer moves 3/2 of nn_dataflow's words through DRAM, the buffers
+and the array bus, and 2/3 of its register-file words; a one-operand layer
+agrees.
 """
 
 from __future__ import annotations
@@ -71,8 +83,8 @@ def _idivc(a: int, b: int) -> int:
 
 
 def _dim_of(loop: int, pool: bool) -> str | None:
-    """kapla's dimension of an nn_dataflow loop; a pooling layer's channels are
-    ``G`` and it has no input-channel loop of its own."""
+    """kapla's dimension of an nn_dataflow loop; a pooling (or eltwise) layer's
+    channels are ``G`` and it has no input-channel loop of its own."""
     dim = _LOOP_DIM[loop]
     if pool:
         return {"K": "G", "C": None}.get(dim, dim)
@@ -102,14 +114,15 @@ def _eyeriss(lpeset: tuple[int, int], array: tuple[int, int]) -> _Eyeriss:
 def to_layer_scheme(layer: Layer, batch: int, scheme: NdfScheme, pe_array: tuple[int, int],
                     node_array: tuple[int, int], ifm_name: str | None = None) -> LayerScheme:
     """kapla's directives for ``layer`` under nn_dataflow's ``scheme``."""
-    if layer.op not in (Op.CONV, Op.FC, Op.POOL):
+    if layer.op not in (Op.CONV, Op.FC, Op.POOL, Op.ELTWISE):
         raise ConversionError(f"{layer.name}: nn_dataflow has no {layer.op.value} layers")
-    if layer.groups != 1 and layer.op != Op.POOL:
+    # nn_dataflow's local-region layers: channel by channel, as kapla's groups
+    pool = layer.op in (Op.POOL, Op.ELTWISE)
+    if layer.groups != 1 and not pool:
         raise ConversionError(f"{layer.name}: nn_dataflow has no grouped convolutions (split them into layers)")
     pd = scheme.pdims
-    pool = layer.op == Op.POOL
     if pool and math.prod(pd[INPP]) > 1:
-        raise ConversionError(f"{layer.name}: input-channel partition of a pooling layer")
+        raise ConversionError(f"{layer.name}: input-channel partition of a {layer.op.value} layer")
     chans = "G" if pool else "K"
     parts = [(OUTP, chans, pd[OUTP]), (OFMP, "Y", (pd[OFMP][0], 1)), (OFMP, "X", (1, pd[OFMP][1])),
              (BATP, "N", pd[BATP]), (INPP, "C", pd[INPP])]
