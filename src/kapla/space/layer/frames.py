@@ -335,13 +335,13 @@ def _pad(a: np.ndarray, width: int, fill: int) -> np.ndarray:
     return np.concatenate([np.full((a.shape[0], width - a.shape[1]), fill, dtype=a.dtype), a], axis=1)
 
 
-def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
-    """The energies (``costs(b, rules=False).total``) of each frame's blockings,
+def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]], feed: Feed | None = None) -> list[np.ndarray]:
+    """The energies (``costs(b, feed, rules=False).total``) of each frame's blockings,
     every frame of a layer costed in one batch (:func:`merged_nests`): the same
     numbers, row by row."""
     out: list[np.ndarray] = [np.zeros(0)] * len(parts)
     for merged, where in merged_nests(parts):
-        total = evaluate_nests(merged, parts[where[0][0]][0].hw, None, rules=False).total
+        total = evaluate_nests(merged, parts[where[0][0]][0].hw, feed, rules=False).total
         for i, rows in where:
             out[i] = total[rows]
     return out

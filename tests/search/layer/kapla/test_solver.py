@@ -230,22 +230,44 @@ def test_the_frame_of_the_best_scheme_brings_its_most_shared_sibling_on_a_classi
 
 
 def test_under_a_feed_each_frame_brings_its_sibling_sharing_nothing_kept_on_chip(monkeypatch):
-    # MLP-S fc2 in the pipelined segment the exhaustive search picks on multinode_nndataflow: its input
-    # forwarded from fc1, its weights pinned, its output kept for fc3. The estimates, which ignore the
-    # feed, rank sharing the input and weights among nodes high (it would save DRAM fetches that never
-    # happen); the frames without that sharing hold the optimum.
-    from kapla.dataflow.segment import FoldedRegion, Region
+    # MLP-S fc3 at the end of a spatial pipeline on multinode_nndataflow (16x1 nodes beside fc2's 16x4):
+    # its input forwarded from fc2, its weights pinned. Sharing the input and the weights among nodes
+    # saves no DRAM fetch (they never come from DRAM), yet the estimates, which do not see the feed,
+    # rank such frames first; the frames without that sharing come closer to the optimum (+14 %; +27 %
+    # without them).
+    from kapla.dataflow.segment import Region
     from kapla.model.segment import dram_distance, region_arch
     from kapla.search.layer.kapla import levels
     from kapla.space.problem import Problem
 
     chip = load_arch("multinode_nndataflow")
-    fc1, fc2 = FoldedRegion(0, 8, 16, 0, 23), Region((8, 1), (8, 8))
-    feed = Feed(ifm_hops=fc2.distance(fc1), to_dram=False, pinned=True, dram_hops=dram_distance(chip, fc2))
-    assert feed.kept == {Kind.IFM, Kind.WGT, Kind.OFM}
-    layer = Layer("fc2", Op.FC, 500, 250, 1, 1)
-    problem = Problem(layer, 64, region_arch(chip, fc2), feed=feed)
+    fc2, fc3 = Region((0, 11), (16, 4)), Region((0, 15), (16, 1))
+    feed = Feed(ifm_hops=fc3.distance(fc2), pinned=True, dram_hops=dram_distance(chip, fc3))
+    assert feed.kept == {Kind.IFM, Kind.WGT}
+    problem = Problem(Layer("fc3", Op.FC, 250, 10, 1, 1), 64, region_arch(chip, fc3), feed=feed)
     best = ExhaustiveIntraSolver().run(problem).cost.total_energy
-    assert KaplaIntraSolver().run(problem).cost.total_energy == pytest.approx(best, rel=1e-9)
+    found = KaplaIntraSolver().run(problem).cost.total_energy
+    assert found <= 1.15 * best
     monkeypatch.setattr(levels, "_FED_SIBLINGS", False)
-    assert KaplaIntraSolver().run(problem).cost.total_energy > 1.05 * best
+    assert KaplaIntraSolver().run(problem).cost.total_energy > 1.1 * found
+
+
+def test_register_blocks_are_costed_under_the_feed(monkeypatch):
+    # MLP-L fc1 on the folded region of 92 nodes the exhaustive search picks on multinode_nndataflow,
+    # its input from DRAM, its weights pinned, its output kept for fc2. Splitting the input channels
+    # along the stripe is best: the partial sums are combined on chip. Costed without the feed, the
+    # register blocks of those frames send them through DRAM (nn_dataflow's counting) and rank 2x
+    # too high, and KAPLA lands 35 % above the optimum.
+    from kapla.dataflow.segment import FoldedRegion
+    from kapla.model.segment import dram_distance, region_arch
+    from kapla.search.layer.kapla import levels
+    from kapla.space.problem import Problem
+
+    chip = load_arch("multinode_nndataflow")
+    region = FoldedRegion(0, 4, 16, 0, 23)
+    feed = Feed(to_dram=False, pinned=True, dram_hops=dram_distance(chip, region))
+    problem = Problem(Layer("fc1", Op.FC, 784, 1500, 1, 1), 64, region_arch(chip, region), feed=feed)
+    best = ExhaustiveIntraSolver().run(problem).cost.total_energy
+    assert KaplaIntraSolver().run(problem).cost.total_energy == pytest.approx(best, rel=1e-6)
+    monkeypatch.setattr(levels, "_FEED_COSTS", False)
+    assert KaplaIntraSolver().run(problem).cost.total_energy > 1.2 * best

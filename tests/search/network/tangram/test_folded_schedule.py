@@ -31,8 +31,9 @@ def test_mlp_l_on_folded_regions_pins_every_layer_and_beats_rectangles(mlp_l):
     assert fold.layer("fc2").pe_utilisation > 0.9
     assert [lr.region[1][0] * lr.region[1][1] for lr in fold.layers] == [92, 120, 40, 4]
     assert any(lr.folded for lr in fold.layers)
-    # 1.457 mJ on rectangles, 0.757 mJ folded (docs/nn_dataflow.md, benchmarks/folded.py)
-    assert fold.energy_j < 0.55 * rect.energy_j and fold.time < 0.5 * rect.time
+    # 1.437 mJ on rectangles, 0.609 mJ folded (docs/nn_dataflow.md, benchmarks/folded.py); the energy
+    # objective, so the time follows less: 0.55x
+    assert fold.energy_j < 0.5 * rect.energy_j and fold.time < 0.6 * rect.time
 
 
 def test_each_layer_on_a_folded_region_passes_the_evaluators_own_check_at_its_true_distances(mlp_l):

@@ -57,6 +57,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import evaluate
+from kapla.model.feed import Feed
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.search.layer.kapla import estimates
@@ -90,6 +91,7 @@ REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 _RELAXED_SEED = True  # the best end of a relaxed frame is refined too
 _BEST_SIBLING = True  # the frame of the best scheme brings its most-shared sibling
 _SHARED_SIBLINGS = True  # with a middle level, each template frame descended brings its most-shared sibling
+_FEED_COSTS = True  # register blocks and the model's own ranking costed under the problem's feed
 _FED_SIBLINGS = True  # under a feed, each frame descended brings its sibling sharing none of the data kept on chip
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
@@ -214,6 +216,11 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
 
 
+def _feed_of(space: LayerSpace) -> Feed | None:
+    """The feed the cost model takes for the space's problem (None: everything through DRAM)."""
+    return space.problem.fed if _FEED_COSTS else None
+
+
 def _scheme(found: Found | None) -> LayerScheme | None:
     return None if found is None else found.scheme
 
@@ -317,7 +324,7 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         # blocking: sharing them among nodes saves no DRAM fetch, yet costs its
         # rotation. The estimates ignore the feed and rank sharing them high, so
         # each frame descended brings its sibling that shares none of them
-        # (MLP-S fc2 in a pipelined segment: 11 % lower)
+        # (MLP-S fc3 at the end of a spatial pipeline: 10 % lower)
         first, count = _with_siblings(space, first, _unshared_siblings(space, first, set(first)), arr, beam,
                                       blocks)
         evaluated += count
@@ -472,7 +479,7 @@ def _model_ranked(space: LayerSpace, top: int, beam: int) -> tuple[list[tuple[in
     with a register block re-ranked by their best one's energy (everything else
     one level up); the best ``top`` of either ranking."""
     evs = [space.evaluator(i) for i in range(len(space))]
-    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev)) for ev in evs])]
+    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev)) for ev in evs], _feed_of(space))]
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
@@ -526,7 +533,9 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
         if b is not None:
             arrs.append((ev, b))
         found.append((i, lefts, units, b))
-    totals = iter(totals_of_many(arrs))
+    # under the problem's feed: data kept on chip cost what they cost there (a split reduction's
+    # partial sums combined on chip, not through DRAM; pinned weights never fetched)
+    totals = iter(totals_of_many(arrs, _feed_of(space)))
     evaluated = sum(len(b) for _, b in arrs)
     values = []
     for _, _, units, b in found:
