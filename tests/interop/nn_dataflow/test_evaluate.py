@@ -298,12 +298,11 @@ def test_a_one_operand_eltwise_layer_agrees(lstms):
 
 def test_lstm_showtell_pipelined_figures_are_pinned():
     """nn_dataflow's full-TANGRAM run of lstm_showtell (kapla's lstm_m: one LSTM cell of 512), one segment
-    of four spatial stages. Energy 1.007, ITCN and REGF within 0.3 %; the rest pinned here until explained in
-    full: time 1.75 (each gate 2x: nn_dataflow's bus time leaves out the pinned weights that bypass its
-    buffer, as MLP-S's fc1), DRAM 1.25 (cell_cout_f reads both its inputs, nn_dataflow one fmap's worth),
-    GBUF 0.815 (the gates: nn_dataflow counts their pinned weights and forwarded input at the buffer
-    where kapla's pe_side counting does not), NoC 0.448 (the hop model). Its gates share data their
-    buffers bypass, which kapla's own space does not allow (docs/nn_dataflow.md)."""
+    of four spatial stages. Energy 1.007, ITCN and REGF within 0.3 %. Pinned here, not yet explained in
+    full (docs/nn_dataflow.md): time 1.75 (each gate 2x, the ratio of MLP-S's fc1, whose bus time is
+    explained), DRAM 1.25 (cell_cout_f reads two fmaps' worth from DRAM, nn_dataflow one), GBUF 0.815
+    (the gates 0.75, cell_cand 0.5), NoC 0.448 (the hop model). Its gates share data their buffers
+    bypass, which kapla's own space does not allow."""
     result = import_schedule(DATA / "nn_dataflow_lstm_showtell_tangram.json")
     ours, theirs = result.kapla.total, result.nn_dataflow.total
     assert ours.energy_j / theirs.energy_j == pytest.approx(1.007, abs=0.005)
