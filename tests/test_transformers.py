@@ -69,7 +69,7 @@ def decoders(draw):
     return decoder("prefill", cfg, batch, draw(st.integers(1, 512)))
 
 
-@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(net=decoders(), arch=st.sampled_from(list_presets()))
 def test_no_schedule_beats_its_floors(net, arch):
     """Prefill and decode of any sequence length on any preset: the time is never below the operations
