@@ -31,7 +31,6 @@ from kapla.model.floors import compute_floor, memory_floor
 from kapla.workload.zoo import TRANSFORMERS
 
 DECODE = ("gpt2_decode", "llama3_8b_decode")
-MATRIX = ("conv", "fc", "pool", "projection", "attention")  # every other op class is vector work
 
 
 def runs(nets, archs, batches):
@@ -64,7 +63,7 @@ def main() -> int:
         result = kapla.schedule(net, arch, jobs=args.jobs)
         spec = load_arch(arch)
         energy = {lr.name: sum(lr.cost.energy.values()) for lr in result.layers}
-        vector = [e for name_, e in energy.items() if net[name_].op_class not in MATRIX]
+        vector = [e for name_, e in energy.items() if net[name_].vector_mode is not None]
         least = min(vector) if vector else float("nan")
         ops = result.time / compute_floor(net, spec)
         mem = result.time / memory_floor(net, spec, weights=not result.pinned)

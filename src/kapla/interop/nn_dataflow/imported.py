@@ -65,12 +65,11 @@ def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: 
     directives = to_layer_scheme(layer, batch, NdfScheme.of(schedule), local.levels[0].array,
                                  local.levels[-2].array, ifm_name=producers[0] if producers else None)
     feed = feed_of(schedule, layer.has_weights, None if region is None else dram_distance(arch, region))
-    arch = local
-    checked = evaluate(directives, arch, feed)
-    cost = checked if checked.valid else evaluate(directives, arch, feed, check=False, feed_rule=False)
+    checked = evaluate(directives, local, feed)
+    cost = checked if checked.valid else evaluate(directives, local, feed, check=False, feed_rule=False)
     notes: tuple[str, ...] = ()
     if not checked.valid:
         # the structural rules hide the feed's from the check: both are kept
-        fed = evaluate(directives, arch, feed, check=False)
+        fed = evaluate(directives, local, feed, check=False)
         notes = tuple(dict.fromkeys(str(v) for v in checked.validity.reasons + fed.validity.reasons))
     return ImportedLayer(name, directives, feed, cost, notes)
