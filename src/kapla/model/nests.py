@@ -209,21 +209,31 @@ class Nests:
     def loops_above(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The temporal loops enclosing the blocks of ``level``, outermost first,
         as ``(M, L)`` dims, counts and steps (the block each loop advances by)."""
-        key = ("above", level)
+        width = self._loop_columns(level)
+        dims, counts, steps = self._all_loops()
+        return dims[:, :width], counts[:, :width], steps[:, :width]
+
+    def running_counts_above(self, level: int) -> np.ndarray:
+        """``(M, L)`` running products of :meth:`loops_above`'s counts, outermost first."""
+        key = ("running",)
         if key not in self._cache:
-            parts = [self._level_loops(i) for i in range(self.levels - 1, level - 1, -1)]
+            self._cache[key] = np.cumprod(self._all_loops()[1], axis=1)
+        return self._cache[key][:, :self._loop_columns(level)]
+
+    def _loop_columns(self, level: int) -> int:
+        """How many of the outermost loops enclose ``level``: the loops above one
+        level are the first columns of those above any level below it."""
+        return sum(up.dims.shape[1] for up in self.updates[level:])
+
+    def _all_loops(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        key = ("above",)
+        if key not in self._cache:
+            parts = [self._level_loops(i) for i in range(self.levels - 1, -1, -1)]
             if parts:
                 dims, counts, steps = (np.concatenate(p, axis=1) for p in zip(*parts, strict=True))
             else:
                 dims = counts = steps = np.zeros((len(self), 0), np.int64)
             self._cache[key] = (dims, counts, steps)
-        return self._cache[key]
-
-    def running_counts_above(self, level: int) -> np.ndarray:
-        """``(M, L)`` running products of :meth:`loops_above`'s counts, outermost first."""
-        key = ("running", level)
-        if key not in self._cache:
-            self._cache[key] = np.cumprod(self.loops_above(level)[1], axis=1)
         return self._cache[key]
 
     def temporal_above(self, level: int) -> np.ndarray:

@@ -140,10 +140,12 @@ class _Sweep:
     step: np.ndarray | None  # how far the window moves per iteration
 
 
-def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray) -> _Sweep:
+def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, lasts: dict) -> _Sweep:
     """How the loops above ``level`` reload ``kind``'s blocks there. What does
     not depend on their order (the distinct blocks, whether any relevant loop
-    iterates) is worked out per factor combination."""
+    iterates) is worked out per factor combination; ``lasts`` keeps, per kind,
+    the index of each loop that iterates and matters to it (the loops above a
+    level are the first ones of those above a level below it)."""
     dims, counts, steps = nests.loops_above(level)
     M, L = dims.shape
     mask = RELEVANT_MASK[kind]
@@ -152,8 +154,11 @@ def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray) -> _Sweep:
     has = np.any(mask & (above > 1), axis=1)[nests.rows]  # a loop of one iteration changes nothing
     if L == 0 or not has.any():
         return _Sweep(has, np.zeros(M, np.int64), np.ones(M, np.int64), distinct, None, None, None, None)
-    sweeping = mask[dims] & (counts > 1)
-    last = L - 1 - np.argmax(sweeping[:, ::-1], axis=1)
+    if kind not in lasts:
+        all_dims, all_counts, _ = nests.loops_above(0)
+        sweeping = mask[all_dims.T] & (all_counts.T > 1)  # (loops, M): reduced a row at a time
+        lasts[kind] = np.where(sweeping, np.arange(all_dims.shape[1])[:, None], 0)
+    last = lasts[kind][:L].max(axis=0)
     rows = np.arange(M)
     upto = np.where(has, nests.running_counts_above(level)[rows, last], 1)
     slides = axis = count = step = None
@@ -220,6 +225,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     # without a node level no pair of holders spans one
     node_at = n if node is None else node
     distance = _distance(nests, hw, feed)
+    lasts: dict = {}
 
     for r, role in enumerate(roles):
         kind, cp, written = role.kind, role.copies, role.written
@@ -250,7 +256,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
         # ---- each pair of consecutive holders, DRAM last
         path = chain + (n,)
         for c, p in itertools.pairwise(path):
-            sw = _sweep(kind, nests, c, shift)
+            sw = _sweep(kind, nests, c, shift, lasts)
             distinct = sw.distinct
             vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
