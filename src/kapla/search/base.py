@@ -56,6 +56,7 @@ class IntraResult:
     evaluated: int  # complete schemes costed by the evaluator
     seconds: float
     complete: bool = True  # False: the solver's time budget cut its search short (the best it found by then)
+    details: Mapping[str, Any] = field(default_factory=dict)  # what a solver reports of its own (a MIP's status)
 
 
 class IntraSolver(ABC):

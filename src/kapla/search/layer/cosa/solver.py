@@ -1,0 +1,102 @@
+"""CoSA as a kapla layer solver: one MIP per layer solve (per level-0 template
+choice where the hardware fixes one), solved by HiGHS, decoded into kapla's
+directives and costed by kapla's evaluator like any other solver's scheme."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from kapla.model.evaluate import evaluate
+from kapla.search.base import IntraResult, IntraSolver
+from kapla.search.layer.cosa.formulation import Formulation, Weights
+from kapla.search.layer.cosa.mip import INFEASIBLE, OPTIMAL, TIME_LIMIT, require, solve
+from kapla.space.layer.frames import frames
+from kapla.space.layer.unroll import Spatial
+from kapla.space.problem import NoSchemeError, Problem
+
+#: Seconds allowed to complete the smallest blocks when the time limit found no point.
+FALLBACK_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class _Tried:
+    fixed: Spatial | None
+    status: str
+    objective: float
+    gap: float
+    seconds: float
+    terms: dict
+    why: str = ""
+
+
+class CosaSolver(IntraSolver):
+    """CoSA's one-shot MIP (time limit per layer solve in seconds, relative gap, objective weights)."""
+
+    name = "cosa"
+
+    def __init__(self, time_limit: float = 60.0, gap: float = 1e-4, w_util: float = 0.1, w_compute: float = 10.0,
+                 w_traffic: float = 1.0) -> None:
+        require()
+        if not time_limit > 0:
+            raise ValueError(f"time_limit must be positive (got {time_limit})")
+        if not 0 <= gap < 1:
+            raise ValueError(f"gap must be in [0, 1) (got {gap})")
+        self.time_limit, self.gap = float(time_limit), float(gap)
+        self.weights = Weights(float(w_util), float(w_compute), float(w_traffic))
+
+    def run(self, problem: Problem) -> IntraResult:
+        start = time.perf_counter()
+        choices = level0_choices(problem)
+        tried: list[_Tried] = []
+        best = None
+        for k, fixed in enumerate(choices):
+            left = self.time_limit - (time.perf_counter() - start)
+            if left <= 0:
+                break
+            form = Formulation(problem, self.weights, fixed)
+            answer = solve(form.p, left / (len(choices) - k), self.gap)
+            if answer.values is None and answer.status == TIME_LIMIT:
+                # no point found in time: the smallest blocks, if they fit, rather than nothing
+                fallback = solve(form.fixed_to(form.smallest_blocks()), FALLBACK_SECONDS, self.gap)
+                if fallback.values is not None:
+                    answer = replace(fallback, status=TIME_LIMIT, gap=math.inf,
+                                     seconds=answer.seconds + fallback.seconds)
+            if answer.values is None:
+                tried.append(_Tried(fixed, answer.status, math.inf, math.inf, answer.seconds, {},
+                                    "no feasible point" if answer.status == INFEASIBLE else "none found in time"))
+                continue
+            scheme = form.scheme(form.placement(answer.values))
+            cost = evaluate(scheme, problem.arch, problem.feed)
+            terms = form.term_values(answer.values)
+            if not cost.valid:
+                tried.append(_Tried(fixed, answer.status, answer.objective, answer.gap, answer.seconds, terms,
+                                    "; ".join(cost.validity.reasons)))
+                continue
+            tried.append(_Tried(fixed, answer.status, answer.objective, answer.gap, answer.seconds, terms))
+            if best is None or answer.objective < best[0] - 1e-9:
+                best = (answer.objective, scheme, cost, tried[-1])
+        if best is None:
+            why = "; ".join(f"{t.status}: {t.why}" for t in tried) or "out of time"
+            raise NoSchemeError(f"CoSA found no valid scheme for layer '{problem.layer.name}' ({why})")
+        _, scheme, cost, chosen = best
+        complete = len(tried) == len(choices) and all(t.status == OPTIMAL for t in tried)
+        details = {"mip_status": chosen.status, "mip_gap": chosen.gap if math.isfinite(chosen.gap) else None,
+                   "mip_objective": chosen.objective,
+                   "mip_terms": chosen.terms, "solve_seconds": sum(t.seconds for t in tried),
+                   "mip_choices": len(choices)}
+        return IntraResult(scheme, cost, len(tried), time.perf_counter() - start, complete=complete, details=details)
+
+
+def level0_choices(problem: Problem) -> list[Spatial | None]:
+    """What level 0 leaves to the MIP: None where its array is free, else each
+    spatial choice kapla's space offers under a PE-mapping template."""
+    arch = problem.arch
+    if arch.unroll_of(0).kind != "template":
+        return [None]
+    seen = {f.spatial[0] for f in frames(problem.layer, problem.batch, arch)}
+    return sorted(seen, key=lambda s: (s.describe(), repr(s)) if s is not None else ("", ""))
+
+
+__all__ = ["CosaSolver", "level0_choices"]
