@@ -93,10 +93,9 @@ def solve(program: Program, time_limit: float | None = None, gap: float = 1e-4) 
 
 
 def _solve(program: Program, time_limit: float | None, gap: float, presolve: bool) -> Answer:
-    try:
-        import highspy
-    except ImportError as exc:  # pragma: no cover - the extra is installed where tests run
-        raise MissingSolver("the CoSA solver needs HiGHS: pip install 'kapla[mip]' (highspy)") from exc
+    require()
+    import highspy
+
     start = time.perf_counter()
     h = highspy.Highs()
     for name, value in (("output_flag", False), ("threads", 1), ("random_seed", 0), ("mip_rel_gap", float(gap)),
