@@ -18,15 +18,17 @@ from kapla.model.feed import FROM_DRAM
 from kapla.search.layer.cosa.formulation import Formulation, Weights
 from kapla.search.layer.cosa.mip import OPTIMAL, solve
 from kapla.search.layer.cosa.solver import CosaSolver
+from kapla.space.layer.factors import FactorSpace
 from kapla.space.problem import Problem
 from kapla.workload.layer import Layer, Op
 from tests.conftest import small_layers
 
 
-def proxy(form: Formulation, placement, w: Weights | None = None) -> float | None:
+def proxy(form: Formulation, indices, w: Weights | None = None) -> float | None:
     """CoSA's objective of one placement of the factors, read off the placement
     with kapla's footprint rule (None: it breaks a buffer or a fan-out)."""
     w = w or Weights()
+    placement = [form.slots[s] for s in indices]
     hw, n, layer, p = form.hw, form.n, form.layer, form.perm
     tiles = []
     for level in range(n):
@@ -69,11 +71,11 @@ def proxy(form: Formulation, placement, w: Weights | None = None) -> float | Non
 def placements(form: Formulation):
     """Every placement: each factor in a slot of a level, those of the permuted
     level in every order."""
-    plain = [s for s in form.slots if s.kind != "rank"]
-    ranks = [s for s in form.slots if s.kind == "rank"]
+    plain = [s for s, slot in enumerate(form.slots) if slot.kind != "rank"]
+    ranks = [s for s, slot in enumerate(form.slots) if slot.kind == "rank"]
     F = len(form.factors)
     for choice in itertools.product(range(len(plain) + 1), repeat=F):
-        if any(c < len(plain) and (i, form.slots.index(plain[c])) not in form.x for i, c in enumerate(choice)):
+        if any(c < len(plain) and (i, plain[c]) not in form.x for i, c in enumerate(choice)):
             continue
         ranked = [i for i, c in enumerate(choice) if c == len(plain)]
         for order in itertools.permutations(ranked):
@@ -93,7 +95,7 @@ TINY = [
 @pytest.mark.parametrize("name, layer, batch", TINY, ids=[t[0] for t in TINY])
 @pytest.mark.parametrize("arch_name", ["simba", "interstellar"])
 def test_the_mip_finds_the_brute_force_optimum_of_its_own_objective(name, layer, batch, arch_name):
-    form = Formulation(Problem(layer, batch, load_arch(arch_name), "energy", FROM_DRAM, None))
+    form = Formulation(FactorSpace(Problem(layer, batch, load_arch(arch_name), "energy", FROM_DRAM, None)))
     answer = solve(form.p, time_limit=60, gap=0.0)
     assert answer.status == OPTIMAL
     values = [v for v in (proxy(form, pl) for pl in placements(form)) if v is not None]

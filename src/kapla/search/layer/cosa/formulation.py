@@ -52,14 +52,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.mapping import STREAMED_DIMS
-from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, as_block, ifm_extents, layer_dims, tensor_roles
-from kapla.model.hardware import hardware
+from kapla.dataflow.tensors import DIMS, RELEVANT, Kind, as_block, ifm_extents
 from kapla.search.layer.cosa.mip import Program
-from kapla.space.layer.skeletons import PARTITION_DIMS
-from kapla.space.layer.unroll import Spatial
-from kapla.space.problem import Problem
+from kapla.space.layer.factors import FactorSpace, divisors, exponents
 
 #: Breakpoints per unit of log2 of the chords that bound a shared buffer's words.
 CHORDS = 4
@@ -77,120 +72,21 @@ class Weights:
     traffic: float = 1.0
 
 
-@dataclass(frozen=True)
-class Slot:
-    """Where a factor goes: ``unit`` (the PE's register block), ``temporal``
-    (level ``level``'s loops), ``spatial`` (its array, ``axis`` 0 rows, 1
-    columns) or ``rank`` (position ``rank`` of the permuted level's loops)."""
-
-    kind: str
-    level: int = -1
-    axis: int = -1
-    rank: int = -1
-
-    def below(self, level: int) -> bool:
-        """Whether the factor is part of ``level``'s block."""
-        return self.kind == "unit" or self.level < level
-
-
-@dataclass(frozen=True)
-class Factor:
-    dim: str
-    prime: int
-
-    @property
-    def log(self) -> float:
-        return math.log2(self.prime)
-
-
-def prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
-
-
-def _divisors(n: int) -> list[int]:
-    return sorted({math.prod(c) for k in range(len(prime_factors(n)) + 1)
-                   for c in itertools.combinations(prime_factors(n), k)})
-
-
-def _exponents(n: int) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for p in prime_factors(n):
-        out[p] = out.get(p, 0) + 1
-    return out
-
-
 class Formulation:
     """The MIP of one layer solve under one fixed level-0 choice (``fixed``:
     a template's spatial choice, None where level 0 is free)."""
 
-    def __init__(self, problem: Problem, weights: Weights = Weights(), fixed: Spatial | None = None) -> None:
-        self.problem, self.weights, self.fixed = problem, weights, fixed
-        arch = problem.arch
-        self.hw = hw = hardware(arch)
-        self.layer = layer = problem.layer
-        self.n = n = hw.onchip
-        self.full = layer_dims(layer, problem.batch)
-        self.roles = tensor_roles(layer, problem.ifm_name)
-        self.kinds = tuple(dict.fromkeys(r.kind for r in self.roles))
-        self.copies = {k: sum(r.copies for r in self.roles if r.kind == k) for k in self.kinds}
-        # the permuted level: the loops that walk the top on-chip buffer's block
-        self.perm = max(n - 2, 0)
-        mu = dict(fixed.unit) if fixed is not None else {}
-        stacked: dict[str, int] = {}
-        for st in fixed.stacks if fixed is not None else ():
-            stacked[st.dim] = stacked.get(st.dim, 1) * st.count
-        inner: dict[str, int] = {}
-        for lp in fixed.inner if fixed is not None else ():
-            inner[lp.dim] = inner.get(lp.dim, 1) * lp.count
-        self.mu, self.stacked, self.inner = mu, stacked, inner
-        covered = {d: mu.get(d, 1) * stacked.get(d, 1) * inner.get(d, 1) for d in DIMS}
-        self.covered = covered
-        self.rest = {d: -(-self.full[d] // covered[d]) for d in DIMS}
-        self.factors = [Factor(d, p) for d in DIMS for p in prime_factors(self.rest[d])]
-        self.slots = self._slots(arch)
+    def __init__(self, space: FactorSpace, weights: Weights | None = None) -> None:
+        self.space, self.weights = space, weights or Weights()
+        self.problem, self.fixed, self.hw = space.problem, space.fixed, space.hw
+        self.layer, self.n = space.layer, space.n
+        self.full, self.kinds, self.copies, self.perm = space.full, space.kinds, space.copies, space.perm
+        self.stacked, self.inner, self.rest = space.stacked, space.inner, space.rest
+        self.factors, self.slots = space.factors, space.slots
         self.p = p = Program()
-        self.x = {(f, s): p.var() for f in range(len(self.factors)) for s in range(len(self.slots))
-                  if self._allowed(self.factors[f], self.slots[s])}
+        self.x = {(f, s): p.var() for f, opts in enumerate(space.options) for s in opts}
         self._pairs: dict[tuple[int, int], tuple[list[int], list[float], float]] = {}
         self._build()
-
-    # ------------------------------------------------------------ slots
-
-    def _slots(self, arch) -> list[Slot]:
-        out = [Slot("unit")]
-        for i in range(self.n):
-            if not (i == 0 and self.fixed is not None):
-                unroll = arch.unroll_of(i)
-                array = self.hw.levels[i].array
-                for axis in (0, 1):
-                    if array[axis] > 1 and unroll.kind != "template":
-                        out.append(Slot("spatial", i, axis))
-            if i == self.perm:
-                out += [Slot("rank", i, rank=z) for z in range(len(self.factors))]
-            else:
-                out.append(Slot("temporal", i))
-        return out
-
-    def _axis_dims(self, level: int, axis: int) -> tuple[str, ...]:
-        unroll = self.problem.arch.unroll_of(level)
-        if unroll.kind == "partition":
-            return PARTITION_DIMS
-        if unroll.kind == "dims" and not unroll.replicate:
-            return unroll.rows if axis == 0 else unroll.cols
-        return DIMS
-
-    def _allowed(self, f: Factor, s: Slot) -> bool:
-        if s.kind != "spatial":
-            return True
-        return f.dim in self._axis_dims(s.level, s.axis) and f.prime <= self.hw.levels[s.level].array[s.axis]
 
     def _in(self, pred) -> dict[int, float]:
         """``sum(log2(prime) * x)`` over the placements ``pred(factor, slot)`` accepts."""
@@ -201,17 +97,6 @@ class Formulation:
         return out
 
     # ------------------------------------------------------------ footprints
-
-    def _tile_const(self, level: int, dim: str) -> int:
-        """What the fixed template covers of ``dim`` in ``level``'s block; with
-        nothing left to schedule, no more than the layer has (a block is clipped
-        to the layer; with factors left, it is counted unclipped: an upper bound)."""
-        const = self.mu.get(dim, 1) if level == 0 else self.covered[dim]
-        return min(const, self.full[dim]) if self.rest[dim] == 1 else const
-
-    def _window_dropped(self, level: int, dim: str) -> bool:
-        # a register file holding one streamed output's window holds none of the streamed dims
-        return level == 0 and self.hw.regf_window and dim in STREAMED_DIMS
 
     def footprint(self, level: int, kind: Kind) -> tuple[dict[int, float], float]:
         """log2 words of ``kind`` in ``level``'s block: (coefficients, constant)."""
@@ -226,9 +111,9 @@ class Formulation:
                 for j, v in zip(js, vals, strict=True):
                     coefs[j] = coefs.get(j, 0.0) + v
         for d in dims:
-            if self._window_dropped(level, d):
+            if self.space.window_dropped(level, d):
                 continue
-            const += math.log2(self._tile_const(level, d))
+            const += math.log2(self.space.tile_const(level, d))
             for j, c in self._in(lambda f, s, d=d: f.dim == d and s.below(level)).items():
                 coefs[j] = coefs.get(j, 0.0) + c
         return coefs, const
@@ -243,7 +128,7 @@ class Formulation:
             return self._pairs[key]
         out_dim, ker_dim = WINDOWS[axis]
         dims = (out_dim, ker_dim)
-        choices = [[1] if self._window_dropped(level, d) else _divisors(self.rest[d]) for d in dims]
+        choices = [[1] if self.space.window_dropped(level, d) else divisors(self.rest[d]) for d in dims]
         pairs = list(itertools.product(*choices))
         logs = []
         for pair in pairs:
@@ -256,11 +141,11 @@ class Formulation:
         js = [self.p.var() for _ in pairs]
         self.p.add({j: 1.0 for j in js}, 1.0, 1.0)
         for k, d in enumerate(dims):
-            if self._window_dropped(level, d):
+            if self.space.window_dropped(level, d):
                 continue
             # the pair's divisor is the product of the dim's factors inside the block, prime by prime
-            for prime in _exponents(self.rest[d]):
-                row = {j: float(_exponents(pair[k]).get(prime, 0)) for j, pair in zip(js, pairs, strict=True)}
+            for prime in exponents(self.rest[d]):
+                row = {j: float(exponents(pair[k]).get(prime, 0)) for j, pair in zip(js, pairs, strict=True)}
                 for (f, s), xj in self.x.items():
                     fac = self.factors[f]
                     if fac.dim == d and fac.prime == prime and self.slots[s].below(level):
@@ -270,9 +155,9 @@ class Formulation:
         return self._pairs[key]
 
     def _extent(self, level: int, dim: str, divisor: int) -> int:
-        if self._window_dropped(level, dim):
+        if self.space.window_dropped(level, dim):
             return 1
-        return self._tile_const(level, dim) * divisor
+        return self.space.tile_const(level, dim) * divisor
 
     # ------------------------------------------------------------ the program
 
@@ -443,65 +328,20 @@ class Formulation:
             prog.lower[j] = prog.upper[j] = 1.0 if placement[f] == s else 0.0
         return prog
 
-    def smallest_blocks(self) -> list[int]:
-        """Every factor looping at the top: the smallest block at every level,
-        the placement most likely to fit (the ranks in order where the top is
-        the permuted level)."""
-        top = [s for s, slot in enumerate(self.slots) if slot.kind == "temporal" and slot.level == self.n - 1]
-        if top:
-            return [top[0]] * len(self.factors)
-        ranks = [s for s, slot in enumerate(self.slots) if slot.kind == "rank"]
-        return ranks[:len(self.factors)]
-
     # ------------------------------------------------------------ answers
 
     def term_values(self, values: np.ndarray) -> dict[str, float]:
         return {name: float(sum(c * values[j] for j, c in coefs.items()) + const)
                 for name, (coefs, const) in self.terms.items()}
 
-    def placement(self, values: np.ndarray) -> list[Slot]:
-        """The slot of every factor in a solution."""
-        out: list[Slot | None] = [None] * len(self.factors)
+    def placement(self, values: np.ndarray) -> list[int]:
+        """The slot (an index into ``slots``) of every factor in a solution."""
+        out = [-1] * len(self.factors)
         for (f, s), j in self.x.items():
             if values[j] > 0.5:
-                out[f] = self.slots[s]
-        assert all(s is not None for s in out)
-        return [s for s in out if s is not None]
-
-    def scheme(self, placement: Sequence[Slot]) -> LayerScheme:
-        """kapla's directives for a placement of the factors."""
-        arch, n = self.problem.arch, self.n
-        unit = dict(self.mu)
-        stacks: list[dict[tuple[str, int], int]] = [{} for _ in range(n)]
-        counts: list[dict[str, int]] = [{} for _ in range(n)]
-        rank_of: dict[str, int] = {}
-        for fac, slot in zip(self.factors, placement, strict=True):
-            if slot.kind == "unit":
-                unit[fac.dim] = unit.get(fac.dim, 1) * fac.prime
-            elif slot.kind == "spatial":
-                key = (fac.dim, slot.axis)
-                stacks[slot.level][key] = stacks[slot.level].get(key, 1) * fac.prime
-            else:
-                counts[slot.level][fac.dim] = counts[slot.level].get(fac.dim, 1) * fac.prime
-                if slot.kind == "rank":  # a dim's loop sits at its innermost rank (CoSA's merge)
-                    rank_of[fac.dim] = min(rank_of.get(fac.dim, slot.rank), slot.rank)
-        levels = []
-        for i in range(n):
-            if i == 0 and self.fixed is not None:
-                level_stacks = tuple(self.fixed.stacks)
-            else:
-                level_stacks = tuple(Stack(d, stacks[i].get((d, 0), 1), stacks[i].get((d, 1), 1))
-                                     for d in DIMS if (d, 0) in stacks[i] or (d, 1) in stacks[i])
-            if i == self.perm:
-                order = sorted(counts[i], key=lambda d: -rank_of.get(d, -1))
-            else:
-                order = [d for d in DIMS if d in counts[i]]
-            updates = [Loop(d, counts[i][d]) for d in order]
-            if i == 0 and self.fixed is not None:
-                updates += list(self.fixed.inner)
-            levels.append(LevelScheme(arch.levels[i].name, level_stacks, tuple(updates)))
-        return LayerScheme(self.layer, self.problem.batch, tuple(unit.items()), tuple(levels),
-                           self.problem.ifm_name)
+                out[f] = s
+        assert min(out, default=0) >= 0
+        return out
 
 
 def _accumulate(into: dict[int, float], coefs: Mapping[int, float], scale: float = 1.0) -> None:
@@ -509,4 +349,4 @@ def _accumulate(into: dict[int, float], coefs: Mapping[int, float], scale: float
         into[j] = into.get(j, 0.0) + scale * c
 
 
-__all__ = ["Factor", "Formulation", "Slot", "Weights", "prime_factors"]
+__all__ = ["Formulation", "Weights"]

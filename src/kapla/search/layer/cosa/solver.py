@@ -12,7 +12,7 @@ from kapla.model.evaluate import evaluate
 from kapla.search.base import IntraResult, IntraSolver
 from kapla.search.layer.cosa.formulation import Formulation, Weights
 from kapla.search.layer.cosa.mip import INFEASIBLE, OPTIMAL, TIME_LIMIT, require, solve
-from kapla.space.layer.frames import frames
+from kapla.space.layer.factors import FactorSpace, level0_choices
 from kapla.space.layer.unroll import Spatial
 from kapla.space.problem import NoSchemeError, Problem
 
@@ -55,11 +55,12 @@ class CosaSolver(IntraSolver):
             left = self.time_limit - (time.perf_counter() - start)
             if left <= 0:
                 break
-            form = Formulation(problem, self.weights, fixed)
+            space = FactorSpace(problem, fixed)
+            form = Formulation(space, self.weights)
             answer = solve(form.p, left / (len(choices) - k), self.gap)
             if answer.values is None and answer.status == TIME_LIMIT:
                 # no point found in time: the smallest blocks, if they fit, rather than nothing
-                fallback = solve(form.fixed_to(form.smallest_blocks()), FALLBACK_SECONDS, self.gap)
+                fallback = solve(form.fixed_to(space.smallest_blocks()), FALLBACK_SECONDS, self.gap)
                 if fallback.values is not None:
                     answer = replace(fallback, status=TIME_LIMIT, gap=math.inf,
                                      seconds=answer.seconds + fallback.seconds)
@@ -67,7 +68,7 @@ class CosaSolver(IntraSolver):
                 tried.append(_Tried(fixed, answer.status, math.inf, math.inf, answer.seconds, {},
                                     "no feasible point" if answer.status == INFEASIBLE else "none found in time"))
                 continue
-            scheme = form.scheme(form.placement(answer.values))
+            scheme = space.scheme(form.placement(answer.values))
             cost = evaluate(scheme, problem.arch, problem.feed)
             terms = form.term_values(answer.values)
             if not cost.valid:
@@ -89,14 +90,4 @@ class CosaSolver(IntraSolver):
         return IntraResult(scheme, cost, len(tried), time.perf_counter() - start, complete=complete, details=details)
 
 
-def level0_choices(problem: Problem) -> list[Spatial | None]:
-    """What level 0 leaves to the MIP: None where its array is free, else each
-    spatial choice kapla's space offers under a PE-mapping template."""
-    arch = problem.arch
-    if arch.unroll_of(0).kind != "template":
-        return [None]
-    seen = {f.spatial[0] for f in frames(problem.layer, problem.batch, arch)}
-    return sorted(seen, key=lambda s: (s.describe(), repr(s)) if s is not None else ("", ""))
-
-
-__all__ = ["CosaSolver", "level0_choices"]
+__all__ = ["CosaSolver"]
