@@ -15,8 +15,6 @@ from __future__ import annotations
 import itertools
 import time
 
-import numpy as np
-
 from kapla.model.cost import evaluate_nests
 from kapla.model.evaluate import evaluate
 from kapla.model.nests import from_schemes
