@@ -90,7 +90,7 @@ def test_a_time_budget_is_not_part_of_the_scope_and_cut_solves_are_never_stored(
                                                                                        edge, "energy")
     with LayerStore(tmp_path / "layers.store") as store:
         cache = LayerCache("s", store)
-        cache.put("whole", ("scheme", True))
-        cache.put("cut short", ("best so far", False))  # its budget ran out: good for this run only
+        cache.put("whole", ("scheme", True, {}))
+        cache.put("cut short", ("best so far", False, {}))  # its budget ran out: good for this run only
         assert cache["cut short"] == "best so far" and ("s", "cut short") not in store
         assert store.get("s", "whole") == "scheme" and store.added == 1

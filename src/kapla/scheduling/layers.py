@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -17,6 +17,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
 from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
+from kapla.space.problem import shape_key
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
 
@@ -28,6 +29,7 @@ class LayerCache:
     scope: str = ""
     store: LayerStore | None = None
     solved: dict[Hashable, LayerScheme | None] = field(default_factory=dict)
+    details: dict[Hashable, Mapping[str, Any]] = field(default_factory=dict)  # a solver's own report, this run
     reused: int = 0  # solves this run took from the store
     new: int = 0  # solves this run made
 
@@ -47,8 +49,10 @@ class LayerCache:
 
     def put(self, key: Hashable, solved: Solved) -> None:
         """Record a solve; one its time budget cut short is kept for this run only, never stored."""
-        scheme, complete = solved
+        scheme, complete, details = solved
         self.solved[key] = scheme
+        if scheme is not None and details:
+            self.details[dataflow_key(scheme)] = details
         self.new += 1
         if self.store is not None and complete:
             self.store.put(self.scope, key, scheme)
@@ -169,6 +173,14 @@ class LayerService:
     def new(self) -> int:
         return sum(c.new for c in self.caches.values())
 
+    def details_of(self, scheme: LayerScheme) -> Mapping[str, Any]:
+        """What the solver reported of its own when it found ``scheme`` this run (empty: nothing, or a stored solve)."""
+        key = dataflow_key(scheme)
+        for cache in self.caches.values():
+            if key in cache.details:
+                return cache.details[key]
+        return {}
+
     def _put(self, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
         for objective, one in zip(objectives, solved, strict=True):
             self.cache(objective).put(key, one)
@@ -176,7 +188,7 @@ class LayerService:
     def _answers(self, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved] | None:
         """The problem's answers for every objective if this run solved it already (under any key)."""
         if problem is None:
-            return [(None, True)] * len(objectives)  # no buffer left for the layer's own blocks
+            return [(None, True, {})] * len(objectives)  # no buffer left for the layer's own blocks
         answers = []
         for objective in objectives:
             answer = self.answers.get((problem, objective))
@@ -192,11 +204,17 @@ class LayerService:
                 self.answers[(problem, objective)] = one
 
 
+def dataflow_key(scheme: LayerScheme) -> Hashable:
+    """A scheme without its layer's identity: a layer solve's scheme, renamed for the layer that uses it."""
+    return replace(scheme, layer=shape_key(scheme.layer), ifm_name=None)
+
+
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
     """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.run_each`)."""
     if problem is None:  # no buffer left for the layer's own blocks
-        return [(None, True)] * len(objectives)
-    return [(None, True) if isinstance(result, NoSchemeError) else (result.scheme, result.complete)
+        return [(None, True, {})] * len(objectives)
+    return [(None, True, {}) if isinstance(result, NoSchemeError) else (result.scheme, result.complete,
+                                                                       dict(result.details))
             for result in solver.run_each(problem, objectives)]
 
 

@@ -58,6 +58,9 @@ def run_parts(net: Network, arch: ArchSpec, scheduler: NetworkScheduler, layer_s
                      preload=(type(layer_solver).__module__,)) as pool:
         service = LayerService(layer_solver, arch, pool, store)
         result = scheduler.schedule(NetworkTask(net, arch, obj, progress, start), service)
+    # what the layer solver reported of its own for each scheme used (a MIP's status, gap and objective)
+    result = replace(result, layers=tuple(replace(lr, solver_details=service.details_of(lr.scheme))
+                                          for lr in result.layers))
     if store is not None:
         result = replace(result, store=StoreUse(str(store.path), service.reused, service.new))
     return result

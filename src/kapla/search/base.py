@@ -107,8 +107,9 @@ def memoised(table: dict, key, make, *args):
 
 # ---------------------------------------------------------------- network schedulers
 
-#: A layer solve's scheme (None: no valid scheme) and whether its search ran to the end.
-Solved = tuple[LayerScheme | None, bool]
+#: A layer solve's scheme (None: no valid scheme), whether its search ran to the end, and what the solver
+#: reports of its own (:attr:`IntraResult.details`).
+Solved = tuple[LayerScheme | None, bool, Mapping[str, Any]]
 #: ``progress(done, total)`` as layer solves finish.
 LayerProgress = Callable[[int, int], None]
 #: ``check()`` raises to stop the solving (a budget ran out), else returns the seconds left (None: no limit).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ class LayerResult:
     pes: int = 0  # PEs of its region (0: not known)
     chip_nodes: int = 0  # nodes of the whole chip (0: not known)
     folded: tuple[tuple[int, int], ...] = ()  # a folded region's nodes on the array (empty: a rectangle)
+    solver_details: Mapping[str, Any] = field(default_factory=dict)  # its layer solver's own report (a MIP's status)
 
     @property
     def region_text(self) -> str:
@@ -87,6 +88,7 @@ class LayerResult:
             "region": {"origin": list(self.region[0]), "shape": list(self.region[1]),
                        **({"nodes": [list(c) for c in self.folded]} if self.folded else {})},
             "directives": format_scheme(self.scheme),
+            **({"solver_details": dict(self.solver_details)} if self.solver_details else {}),
         }
 
 

@@ -156,3 +156,22 @@ def test_without_highs_the_solver_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_highs)
     with pytest.raises(KaplaError, match=r"pip install 'kapla\[mip\]'"):
         CosaSolver()
+
+
+def test_a_whole_network_with_cosa_gives_each_layer_its_mip_status_in_the_json(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from kapla.cli.main import app
+
+    out = tmp_path / "mlp_s.json"
+    result = CliRunner().invoke(app, ["schedule", "mlp_s", "--arch", "simba", "--batch", "1", "--solver", "cosa",
+                                      "--no-pipelining", "--jobs", "1", "-O", "time_limit=10", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())  # and the schema fixture checked it
+    assert doc["valid"] and doc["solver"] == "cosa"
+    for layer in doc["layers"]:
+        details = layer["solver_details"]
+        assert details["mip_status"] == "optimal" and details["solve_seconds"] > 0
+        assert set(details["mip_terms"]) == {"utilisation", "compute", "traffic"}
