@@ -92,6 +92,17 @@ def solve(program: Program, time_limit: float | None = None, gap: float = 1e-4) 
     return Answer(answer.status, answer.values, answer.objective, answer.gap, time.perf_counter() - start)
 
 
+def relaxed(program: Program) -> float:
+    """The least objective of ``program`` with its integer columns relaxed: a
+    lower bound of its optimum (inf: not even the relaxation is feasible)."""
+    loose = Program(program.lower, program.upper, [False] * program.columns, program.cost, program.rows,
+                    program.offset)
+    answer = _solve(loose, None, 0.0, presolve=True)
+    if answer.status == INFEASIBLE:
+        answer = _solve(loose, None, 0.0, presolve=False)
+    return answer.objective if answer.values is not None else math.inf
+
+
 def _solve(program: Program, time_limit: float | None, gap: float, presolve: bool) -> Answer:
     require()
     import highspy
@@ -147,4 +158,4 @@ def _solve(program: Program, time_limit: float | None, gap: float, presolve: boo
     return Answer(verdict, values, objective, gap_value if math.isfinite(gap_value) else math.inf, seconds)
 
 
-__all__ = ["INFEASIBLE", "MISSING", "OPTIMAL", "TIME_LIMIT", "Answer", "Program", "require", "solve"]
+__all__ = ["INFEASIBLE", "MISSING", "OPTIMAL", "TIME_LIMIT", "Answer", "Program", "relaxed", "require", "solve"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from kapla.model.evaluate import evaluate
 from kapla.search.base import IntraResult, IntraSolver
 from kapla.search.layer.cosa.formulation import Formulation, Weights
-from kapla.search.layer.cosa.mip import INFEASIBLE, OPTIMAL, TIME_LIMIT, require, solve
+from kapla.search.layer.cosa.mip import INFEASIBLE, OPTIMAL, TIME_LIMIT, relaxed, require, solve
 from kapla.space.layer.factors import FactorSpace, level0_choices
 from kapla.space.layer.unroll import Spatial
 from kapla.space.problem import NoSchemeError, Problem
@@ -48,16 +48,29 @@ class CosaSolver(IntraSolver):
 
     def run(self, problem: Problem) -> IntraResult:
         start = time.perf_counter()
-        choices = level0_choices(problem)
+        # one program per level-0 choice, solved in the order of their relaxations' bounds;
+        # a choice whose bound cannot beat the best answer found is left out (it could not win)
+        options = level0_choices(problem)
+        built: list[tuple[float, int, FactorSpace, Formulation]] = []
+        for fixed in options:
+            space = FactorSpace(problem, fixed)
+            form = Formulation(space, self.weights)
+            built.append((relaxed(form.p) if len(options) > 1 else -math.inf, len(built), space, form))
+        built.sort(key=lambda b: (b[0], b[1]))
+        choices = [space.fixed for _, _, space, _ in built]
         tried: list[_Tried] = []
         best = None
-        for k, fixed in enumerate(choices):
+        pruned = 0
+        for k, (bound, _, space, form) in enumerate(built):
+            fixed = space.fixed
             left = self.time_limit - (time.perf_counter() - start)
             if left <= 0:
                 break
-            space = FactorSpace(problem, fixed)
-            form = Formulation(space, self.weights)
-            answer = solve(form.p, left / (len(choices) - k), self.gap)
+            if best is not None and bound >= best[0] - 1e-9:
+                pruned += 1
+                continue
+            # the most promising choices first, with the larger shares of the time left
+            answer = solve(form.p, left / 2 if k < len(built) - 1 else left, self.gap)
             if answer.values is None and answer.status == TIME_LIMIT:
                 # no point found in time: the smallest blocks, if they fit, rather than nothing
                 fallback = solve(form.fixed_to(space.smallest_blocks()), FALLBACK_SECONDS, self.gap)
@@ -82,11 +95,11 @@ class CosaSolver(IntraSolver):
             why = "; ".join(f"{t.status}: {t.why}" for t in tried) or "out of time"
             raise NoSchemeError(f"CoSA found no valid scheme for layer '{problem.layer.name}' ({why})")
         _, scheme, cost, chosen = best
-        complete = len(tried) == len(choices) and all(t.status == OPTIMAL for t in tried)
+        complete = len(tried) + pruned == len(choices) and all(t.status == OPTIMAL for t in tried)
         details = {"mip_status": chosen.status, "mip_gap": chosen.gap if math.isfinite(chosen.gap) else None,
                    "mip_objective": chosen.objective,
                    "mip_terms": chosen.terms, "solve_seconds": sum(t.seconds for t in tried),
-                   "mip_choices": len(choices)}
+                   "mip_choices": len(choices), "mip_choices_pruned": pruned}
         return IntraResult(scheme, cost, len(tried), time.perf_counter() - start, complete=complete, details=details)
 
 
