@@ -22,9 +22,10 @@ Hardware: ``simba`` is the paper's Table V (not the authors' repository's
 arch file, whose buffers differ); ``simba_8x8`` has 4x the PEs (8x8) and
 twice the array bus width and DRAM bandwidth (Sec. V-B4); ``simba_large``
 has every on-chip buffer 4x larger (the paper does not give its sizes: an
-assumption); any other preset or hardware file is taken as it is. The Hybrid-like mapper runs ``--hybrid-threads`` searches
-(Timeloop ran 32 threads; 4 by default here, the solver's default, to keep
-the run near an hour).
+assumption); any other preset or hardware file is taken as it is. The
+Hybrid-like mapper runs ``--hybrid-threads`` searches (Timeloop ran 32
+threads; 4 by default here, the solver's default, to keep the run near an
+hour).
 """
 
 from __future__ import annotations
