@@ -2,7 +2,7 @@
 
 Run: python benchmarks/cosa.py [--arch simba|simba_8x8|simba_large] [--nets alexnet,resnet50,resnext50,deepbench]
                                [--solvers cosa_random,hybrid,cosa,kapla] [--hybrid-threads 4]
-                               [--time-limit 60] [--exhaustive SECONDS] [--limit N]
+                               [--time-limit 60] [--exhaustive SECONDS] [--limit N] [--no-latency-searches]
 
 The paper's workloads, named ``R_P_C_K_stride`` as in its figures (S = R,
 Q = P, batch 1): AlexNet's 8 layers, ResNet-50's 23 and ResNeXt-50
@@ -11,8 +11,10 @@ is scheduled by CoSA's Random baseline (the best of 5 valid random
 placements), the Timeloop-Hybrid-like mapper, CoSA's MIP and, beside the
 paper, kapla's own KAPLA (and with ``--exhaustive`` its exhaustive search
 under that budget), all on the same hardware and costed by kapla's
-evaluator. Printed: per layer the latency and energy of each relative to
-Random, the MIP's status and seconds; per network and overall the geomean
+evaluator. The searches keep the best schedule for the metric measured (as
+the paper's did): each runs once for latency (the speed-ups) and once for
+energy; CoSA's program gives one schedule for both. Printed: per layer the
+latency and energy of each relative to Random, the MIP's status and seconds; per network and overall the geomean
 speed-up and energy improvement over Random beside the paper's (Fig. 6, 7,
 9); the mean time to solution per layer beside Table VI; CoSA against KAPLA
 (and the exhaustive optimum) on kapla's model. Every scheme is checked valid
@@ -129,6 +131,9 @@ def main() -> int:
                         help="also kapla's exhaustive search, this budget per layer")
     parser.add_argument("--limit", type=int, default=None, help="only the first N layers of each network")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--latency-searches", action=argparse.BooleanOptionalAction, default=True,
+                        help="the searches (all but CoSA) run once for latency, for the speed-ups, and once for "
+                             "energy (--no-latency-searches: energy only, their latency that of that schedule)")
     args = parser.parse_args()
     arch = hardware(args.arch)
     solvers = {"cosa_random": CosaRandomSolver(seed=args.seed),
@@ -142,6 +147,7 @@ def main() -> int:
     console = Console(width=200)
     console.print(f"# python benchmarks/cosa.py --arch {args.arch} --nets {args.nets} --solvers {args.solvers} "
                   f"--hybrid-threads {args.hybrid_threads} --time-limit {args.time_limit:g}"
+                  + ("" if args.latency_searches else " --no-latency-searches")
                   + (f" --exhaustive {args.exhaustive:g}" if args.exhaustive else "")
                   + (f" --limit {args.limit}" if args.limit else ""))
     results: dict[str, dict[str, dict]] = {}
@@ -159,12 +165,19 @@ def main() -> int:
             layer = layer_of(label)
             row = {}
             for n in names:
-                start = time.perf_counter()
-                res = solvers[n].solve(layer, 1, arch)
-                seconds[n].append(time.perf_counter() - start)
-                invalid += not res.cost.valid
-                row[n] = {"time": res.cost.time, "energy": res.cost.total_energy, "details": res.details,
-                          "complete": res.complete}
+                # a search keeps the best for the metric measured (the paper's Random and Hybrid did);
+                # CoSA's program has one answer whatever the metric
+                objectives = ["energy"] if n == "cosa" or not args.latency_searches else ["latency", "energy"]
+                got = {}
+                for objective in objectives:
+                    start = time.perf_counter()
+                    res = solvers[n].solve(layer, 1, arch, objective)
+                    seconds[n].append(time.perf_counter() - start)
+                    invalid += not res.cost.valid
+                    got[objective] = res
+                fast, frugal = got.get("latency", got["energy"]), got["energy"]
+                row[n] = {"time": fast.cost.time, "energy": frugal.cost.total_energy, "details": frugal.details,
+                          "complete": all(r.complete for r in got.values())}
             results.setdefault(net, {})[label] = row
             ref = row[names[0]]
             cells = []
@@ -213,7 +226,7 @@ def main() -> int:
                       f"limit, of {len(status)}")
     line = ", ".join(f"{n} {sum(s) / len(s):.1f} s" + (f" [{PAPER_SECONDS[n]}]" if n in PAPER_SECONDS else "")
                      for n, s in seconds.items() if s)
-    console.print(f"mean time to solution per layer on this machine (the paper's in brackets): {line}")
+    console.print(f"mean time to solution per layer solve, one metric, on this machine (the paper's in brackets): {line}")
     console.print(f"every scheme valid: {'yes' if not invalid else f'NO ({invalid})'}")
     return 1 if invalid else 0
 
