@@ -226,7 +226,8 @@ def main() -> int:
                       f"limit, of {len(status)}")
     line = ", ".join(f"{n} {sum(s) / len(s):.1f} s" + (f" [{PAPER_SECONDS[n]}]" if n in PAPER_SECONDS else "")
                      for n, s in seconds.items() if s)
-    console.print(f"mean time to solution per layer solve, one metric, on this machine (the paper's in brackets): {line}")
+    console.print("mean time to solution per layer solve, one metric, on this machine (the paper's in brackets): "
+                  + line)
     console.print(f"every scheme valid: {'yes' if not invalid else f'NO ({invalid})'}")
     return 1 if invalid else 0
 
