@@ -46,12 +46,21 @@ class WorkerPool(ProcessPoolExecutor):
 
     def __init__(self, workers: int, preload: Sequence[str] = (), **options: Any) -> None:
         super().__init__(workers, **options)
+        self.stopped = False  # its workers were stopped on purpose (a budget ran out)
         # each submission to a pool with no idle worker starts one
         self._up = [self.submit(_started, tuple(preload)) for _ in range(workers)]
 
     def ready(self) -> bool:
         """Whether the workers have started and imported what they need."""
         return all(future.done() for future in self._up)
+
+    def started(self) -> None:
+        """Wait until the workers are up; BrokenProcessPool if they could not start
+        (not when they were stopped on purpose)."""
+        if self.stopped:
+            return
+        for future in self._up:
+            future.result()
 
 
 #: What every worker imports: the layer service's solve and what it needs (numpy, the cost model).
@@ -81,6 +90,9 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
     try:
         pool = WorkerPool(workers, modules, mp_context=context, initializer=_ignore_interrupts)
         yield pool
+        # a run this process finished alone still says when its workers could not start (a script
+        # without the main guard): the error does not depend on how fast the solves were
+        pool.started()
     except BrokenProcessPool:
         if pool is not None:
             stop_workers(pool)
@@ -102,6 +114,8 @@ def stop_workers(pool: Executor) -> None:
     """Terminate the pool's workers, busy or not."""
     # The executor has no public way to stop busy workers before Python 3.14
     # (terminate_workers); its process table is the only handle on them.
+    if isinstance(pool, WorkerPool):
+        pool.stopped = True
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
 
