@@ -86,6 +86,7 @@ class Formulation:
         self.p = p = Program()
         self.x = {(f, s): p.var() for f, opts in enumerate(space.options) for s in opts}
         self._pairs: dict[tuple[int, int], tuple[list[int], list[float], float]] = {}
+        self._footprints: dict[tuple[int, Kind], tuple[dict[int, float], float]] = {}
         self._build()
 
     def _in(self, pred) -> dict[int, float]:
@@ -99,7 +100,14 @@ class Formulation:
     # ------------------------------------------------------------ footprints
 
     def footprint(self, level: int, kind: Kind) -> tuple[dict[int, float], float]:
-        """log2 words of ``kind`` in ``level``'s block: (coefficients, constant)."""
+        """log2 words of ``kind`` in ``level``'s block: (coefficients, constant).
+        Worked out once: the capacities, the utilisation and the traffic read it."""
+        key = (level, kind)
+        if key not in self._footprints:
+            self._footprints[key] = self._footprint(level, kind)
+        return self._footprints[key]
+
+    def _footprint(self, level: int, kind: Kind) -> tuple[dict[int, float], float]:
         coefs: dict[int, float] = {}
         const = math.log2(self.copies[kind])
         dims = [d for d in DIMS if d in RELEVANT[kind]]

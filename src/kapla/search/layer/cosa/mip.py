@@ -97,9 +97,7 @@ def relaxed(program: Program) -> float:
     lower bound of its optimum (inf: not even the relaxation is feasible)."""
     loose = Program(program.lower, program.upper, [False] * program.columns, program.cost, program.rows,
                     program.offset)
-    answer = _solve(loose, None, 0.0, presolve=True)
-    if answer.status == INFEASIBLE:
-        answer = _solve(loose, None, 0.0, presolve=False)
+    answer = solve(loose, None, 0.0)
     return answer.objective if answer.values is not None else math.inf
 
 

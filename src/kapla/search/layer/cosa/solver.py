@@ -13,7 +13,6 @@ from kapla.search.base import IntraResult, IntraSolver
 from kapla.search.layer.cosa.formulation import Formulation, Weights
 from kapla.search.layer.cosa.mip import INFEASIBLE, OPTIMAL, TIME_LIMIT, relaxed, require, solve
 from kapla.space.layer.factors import FactorSpace, level0_choices
-from kapla.space.layer.unroll import Spatial
 from kapla.space.problem import NoSchemeError, Problem
 
 #: Seconds allowed to complete the smallest blocks when the time limit found no point.
@@ -22,7 +21,6 @@ FALLBACK_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class _Tried:
-    fixed: Spatial | None
     status: str
     objective: float
     gap: float
@@ -51,18 +49,16 @@ class CosaSolver(IntraSolver):
         # one program per level-0 choice, solved in the order of their relaxations' bounds;
         # a choice whose bound cannot beat the best answer found is left out (it could not win)
         options = level0_choices(problem)
-        built: list[tuple[float, int, FactorSpace, Formulation]] = []
+        built: list[tuple[float, FactorSpace, Formulation]] = []
         for fixed in options:
             space = FactorSpace(problem, fixed)
             form = Formulation(space, self.weights)
-            built.append((relaxed(form.p) if len(options) > 1 else -math.inf, len(built), space, form))
-        built.sort(key=lambda b: (b[0], b[1]))
-        choices = [space.fixed for _, _, space, _ in built]
+            built.append((relaxed(form.p) if len(options) > 1 else -math.inf, space, form))
+        built.sort(key=lambda b: b[0])  # stable: equal bounds keep kapla's order of the choices
         tried: list[_Tried] = []
         best = None
         pruned = 0
-        for k, (bound, _, space, form) in enumerate(built):
-            fixed = space.fixed
+        for k, (bound, space, form) in enumerate(built):
             left = self.time_limit - (time.perf_counter() - start)
             if left <= 0:
                 break
@@ -78,28 +74,28 @@ class CosaSolver(IntraSolver):
                     answer = replace(fallback, status=TIME_LIMIT, gap=math.inf,
                                      seconds=answer.seconds + fallback.seconds)
             if answer.values is None:
-                tried.append(_Tried(fixed, answer.status, math.inf, math.inf, answer.seconds, {},
+                tried.append(_Tried(answer.status, math.inf, math.inf, answer.seconds, {},
                                     "no feasible point" if answer.status == INFEASIBLE else "none found in time"))
                 continue
             scheme = space.scheme(form.placement(answer.values))
             cost = evaluate(scheme, problem.arch, problem.feed)
             terms = form.term_values(answer.values)
             if not cost.valid:
-                tried.append(_Tried(fixed, answer.status, answer.objective, answer.gap, answer.seconds, terms,
+                tried.append(_Tried(answer.status, answer.objective, answer.gap, answer.seconds, terms,
                                     "; ".join(cost.validity.reasons)))
                 continue
-            tried.append(_Tried(fixed, answer.status, answer.objective, answer.gap, answer.seconds, terms))
+            tried.append(_Tried(answer.status, answer.objective, answer.gap, answer.seconds, terms))
             if best is None or answer.objective < best[0] - 1e-9:
                 best = (answer.objective, scheme, cost, tried[-1])
         if best is None:
             why = "; ".join(f"{t.status}: {t.why}" for t in tried) or "out of time"
             raise NoSchemeError(f"CoSA found no valid scheme for layer '{problem.layer.name}' ({why})")
         _, scheme, cost, chosen = best
-        complete = len(tried) + pruned == len(choices) and all(t.status == OPTIMAL for t in tried)
+        complete = len(tried) + pruned == len(built) and all(t.status == OPTIMAL for t in tried)
         details = {"mip_status": chosen.status, "mip_gap": chosen.gap if math.isfinite(chosen.gap) else None,
                    "mip_objective": chosen.objective,
                    "mip_terms": chosen.terms, "solve_seconds": sum(t.seconds for t in tried),
-                   "mip_choices": len(choices), "mip_choices_pruned": pruned}
+                   "mip_choices": len(built), "mip_choices_pruned": pruned}
         return IntraResult(scheme, cost, len(tried), time.perf_counter() - start, complete=complete, details=details)
 
 

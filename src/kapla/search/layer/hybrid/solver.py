@@ -108,7 +108,7 @@ def _orders(space: FactorSpace, placement: list[int]) -> list[list[int]]:
                     p[f] = ranks[z]
                     z += 1
         out.append(p)
-    return out if at else [placement]
+    return out  # with nothing at the permuted level, the one empty order: the placement itself
 
 
 __all__ = ["HybridSolver", "MAX_ORDERS"]
