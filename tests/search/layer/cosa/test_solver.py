@@ -141,6 +141,8 @@ def test_bad_options_are_refused():
         CosaSolver(time_limit=0)
     with pytest.raises(ValueError, match="gap"):
         CosaSolver(gap=1.5)
+    with pytest.raises(ValueError, match="w_traffic must be a finite number"):
+        CosaSolver(w_traffic=float("nan"))
 
 
 def test_without_highs_the_solver_says_what_to_install(monkeypatch):

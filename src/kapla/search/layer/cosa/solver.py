@@ -41,6 +41,9 @@ class CosaSolver(IntraSolver):
             raise ValueError(f"time_limit must be positive (got {time_limit})")
         if not 0 <= gap < 1:
             raise ValueError(f"gap must be in [0, 1) (got {gap})")
+        for key, value in (("w_util", w_util), ("w_compute", w_compute), ("w_traffic", w_traffic)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{key} must be a finite number (got {value!r})")
         self.time_limit, self.gap = float(time_limit), float(gap)
         self.weights = Weights(float(w_util), float(w_compute), float(w_traffic))
 
