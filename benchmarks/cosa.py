@@ -3,6 +3,7 @@
 Run: python benchmarks/cosa.py [--arch simba|simba_8x8|simba_large] [--nets alexnet,resnet50,resnext50,deepbench]
                                [--solvers cosa_random,hybrid,cosa,kapla] [--hybrid-threads 4]
                                [--time-limit 60] [--exhaustive SECONDS] [--limit N] [--no-latency-searches]
+                               [--results FILE.jsonl]
 
 The paper's workloads, named ``R_P_C_K_stride`` as in its figures (S = R,
 Q = P, batch 1): AlexNet's 8 layers, ResNet-50's 23 and ResNeXt-50
@@ -28,14 +29,21 @@ assumption); any other preset or hardware file is taken as it is. The
 Hybrid-like mapper runs ``--hybrid-threads`` searches (Timeloop ran 32
 threads; 4 by default here, the solver's default, to keep the run near an
 hour).
+
+A full run takes hours (Hybrid's searches dominate). With ``--results FILE``
+every layer solve is appended to that file as it finishes and a rerun with the
+same file and options reuses what is there: a run stopped at any point goes on
+where it was, and the tables can be printed again without solving.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -115,6 +123,31 @@ def _times(size, n: int):
     return f"{int(float(number) * n)} {unit}"
 
 
+def _key(args, name: str, label: str, objective: str) -> str:
+    """What a saved solve must match to be reused: hardware, solver and its settings, layer, metric."""
+    settings = {"cosa_random": f"seed={args.seed}", "hybrid": f"seed={args.seed},threads={args.hybrid_threads}",
+                "cosa": f"time_limit={args.time_limit:g}", "exhaustive": f"budget={args.exhaustive:g}"
+                if args.exhaustive else ""}.get(name, "")
+    return f"{args.arch}|{name}({settings})|{label}|{objective}"
+
+
+def _load(path: Path | None) -> dict[str, dict]:
+    if path is None or not path.exists():
+        return {}
+    done = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            done[entry["key"]] = entry
+    return done
+
+
+def _append(path: Path | None, entry: dict) -> None:
+    if path is not None:
+        with path.open("a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+
 def geomean(values) -> float:
     values = [v for v in values if v > 0 and math.isfinite(v)]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
@@ -131,6 +164,8 @@ def main() -> int:
                         help="also kapla's exhaustive search, this budget per layer")
     parser.add_argument("--limit", type=int, default=None, help="only the first N layers of each network")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results", type=Path, default=None, metavar="FILE",
+                        help="append each layer solve to this JSON-lines file; reuse the solves it holds")
     parser.add_argument("--latency-searches", action=argparse.BooleanOptionalAction, default=True,
                         help="the searches (all but CoSA) run once for latency, for the speed-ups, and once for "
                              "energy (--no-latency-searches: energy only, their latency that of that schedule)")
@@ -150,6 +185,7 @@ def main() -> int:
                   + ("" if args.latency_searches else " --no-latency-searches")
                   + (f" --exhaustive {args.exhaustive:g}" if args.exhaustive else "")
                   + (f" --limit {args.limit}" if args.limit else ""))
+    done = _load(args.results)
     results: dict[str, dict[str, dict]] = {}
     seconds: dict[str, list[float]] = {n: [] for n in names}
     invalid = 0
@@ -170,14 +206,20 @@ def main() -> int:
                 objectives = ["energy"] if n == "cosa" or not args.latency_searches else ["latency", "energy"]
                 got = {}
                 for objective in objectives:
-                    start = time.perf_counter()
-                    res = solvers[n].solve(layer, 1, arch, objective)
-                    seconds[n].append(time.perf_counter() - start)
-                    invalid += not res.cost.valid
-                    got[objective] = res
+                    key = _key(args, n, label, objective)
+                    if key not in done:
+                        start = time.perf_counter()
+                        res = solvers[n].solve(layer, 1, arch, objective)
+                        done[key] = {"key": key, "time": res.cost.time, "energy": res.cost.total_energy,
+                                     "valid": res.cost.valid, "complete": res.complete, "details": res.details,
+                                     "seconds": time.perf_counter() - start}
+                        _append(args.results, done[key])
+                    seconds[n].append(done[key]["seconds"])
+                    invalid += not done[key]["valid"]
+                    got[objective] = done[key]
                 fast, frugal = got.get("latency", got["energy"]), got["energy"]
-                row[n] = {"time": fast.cost.time, "energy": frugal.cost.total_energy, "details": frugal.details,
-                          "complete": all(r.complete for r in got.values())}
+                row[n] = {"time": fast["time"], "energy": frugal["energy"], "details": frugal["details"],
+                          "complete": all(r["complete"] for r in got.values())}
             results.setdefault(net, {})[label] = row
             ref = row[names[0]]
             cells = []
