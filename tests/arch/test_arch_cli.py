@@ -79,6 +79,17 @@ def test_show_interstellar_and_a_level_bus(tmp_path):
     assert result.exit_code == 0 and "bus into LBUF: 256 bit = 16 words/cycle, 0.5 pJ/word" in result.stdout
 
 
+def test_show_says_where_an_energy_is_interpolated_or_doubled():
+    from kapla.arch.describe import describe_arch
+    from kapla.explore.variants import vary
+
+    text = describe_arch(vary(load_arch("interstellar"), {"GBUF.capacity": "96 KiB", "REGF.capacity": "64 B"}))
+    assert "(interstellar; 96 KiB interpolated between 64 KiB and 128 KiB)" in text
+    assert "0.12 pJ (interstellar)" in text  # 64 B is a table point: nothing to say
+    text = describe_arch(vary(load_arch("interstellar"), {"GBUF.double_buffered": True}))
+    assert "20.25 pJ (interstellar; priced at 2x: double-buffered)" in text
+
+
 def test_show_simba_json_loads_back():
     result = runner.invoke(app, ["arch", "show", "simba", "--json"])
     assert result.exit_code == 0

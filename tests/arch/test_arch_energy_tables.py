@@ -52,17 +52,31 @@ def test_table_points_are_exact(size, pj):
     (4 * KIB, 2.4),                              # half way in log size: the geometric mean of 0.96 and 6
     (96 * KIB, 9.0 * 1.5 ** (math.log(1.5) / math.log(2))),
     (384, 0.72),                                 # register files scale linearly with size
-    (8, 0.015),                                  # below the table: slope of 16 B -> 32 B (1)
-    (1024 * KIB, 45.5625),                       # above: slope of 256 KiB -> 512 KiB (x1.5 per doubling)
 ])
 def test_interpolation(size, expected):
     assert energy_table("interstellar").interpolate(size) == pytest.approx(expected, rel=1e-12)
 
 
-@given(st.floats(min_value=1, max_value=1 << 24), st.floats(min_value=1.0001, max_value=4))
+@given(st.floats(min_value=16, max_value=128 * KIB), st.floats(min_value=1.0001, max_value=4))
 def test_interpolation_increases_with_size(size, factor):
     table = energy_table("interstellar")
     assert table.interpolate(size * factor) > table.interpolate(size)
+
+
+@pytest.mark.parametrize("size, text", [(8, "8 B"), (15, "15 B"), (513 * KIB, "513 KiB"), (1 << 20, "1 MiB")])
+def test_sizes_outside_the_table_are_an_error_naming_them(size, text):
+    with pytest.raises(ArchError) as err:
+        energy_table("interstellar").interpolate(size)
+    assert str(err.value) == (f"energy table 'interstellar' has no energy for {text}: "
+                              "it covers 16 B to 512 KiB")
+
+
+def test_between_names_the_points_a_size_is_interpolated_from():
+    table = energy_table("interstellar")
+    assert table.between(4 * KIB) == (512, 32 * KIB)
+    assert table.between(96 * KIB) == (64 * KIB, 128 * KIB)
+    assert table.between(128 * KIB) is None  # a table point
+    assert table.covers(16) and table.covers(512 * KIB) and not table.covers(8)
 
 
 @given(st.integers(0, len(TABLE_3) - 2), st.floats(0, 1))

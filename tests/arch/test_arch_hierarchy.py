@@ -89,6 +89,37 @@ def test_energy_table_replaces_access_pj(multinode_data):
         spec.levels[1].access_energy  # noqa: B018
 
 
+def test_double_buffered_levels_are_priced_at_twice_their_capacity(multinode_data):
+    del multinode_data["levels"][1]["access_pj"]
+    multinode_data["levels"][1].update(energy_table="interstellar", capacity="128 KiB", double_buffered=True)
+    spec = parse_arch(multinode_data)
+    assert spec.read_energy(1, "ifm") == 20.25 * PJ  # the 256 KiB entry
+    assert spec.capacity_bytes(1) == 128 * 1024  # what the data may occupy is unchanged
+    assert parse_arch(spec.to_dict()) == spec
+    assert "double_buffered" not in spec.replace(**{**spec.to_dict(), "levels": [
+        {**lvl, "double_buffered": False} for lvl in spec.to_dict()["levels"]]}).to_dict()["levels"][1]
+
+
+@pytest.mark.parametrize("capacity, double, message", [
+    ("1 MiB", False, "levels[1].capacity: energy table 'interstellar' covers 16 B to 512 KiB; no energy for 1 MiB"),
+    ("512 KiB", True, "levels[1].capacity: energy table 'interstellar' covers 16 B to 512 KiB; no energy for "
+                      "1 MiB (double-buffered: twice the capacity)"),
+    ({"wgt": "8 B", "ifm": "1 KiB", "ofm": "1 KiB"}, False,
+     "levels[1].capacity.wgt: energy table 'interstellar' covers 16 B to 512 KiB; no energy for 8 B"),
+])
+def test_a_capacity_outside_the_energy_table_is_one_error_naming_it(multinode_data, capacity, double, message):
+    del multinode_data["levels"][1]["access_pj"]
+    multinode_data["levels"][1].update(energy_table="interstellar", capacity=capacity, double_buffered=double)
+    with pytest.raises(ArchError) as err:
+        parse_arch(multinode_data)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_fixed_energy_needs_no_table_entry(multinode_data):
+    multinode_data["levels"][1].update(energy_table="interstellar", capacity="1 MiB")  # access_pj given
+    assert parse_arch(multinode_data).read_energy(1, "ifm") == 2.8325 * PJ
+
+
 def test_explicit_energies_win_over_the_table(multinode_data):
     multinode_data["levels"][1].update(energy_table="interstellar", capacity="128 KiB", write_pj=20.0)
     spec = parse_arch(multinode_data)
@@ -465,7 +496,8 @@ def test_unset_new_fields_are_not_dumped():
                                       "same_level_transfer"}
     simba = load_arch("simba").to_dict()
     assert simba["levels"][1]["capacity"] == {"wgt": 4096, "ofm": 384} and "holds" not in simba["levels"][1]
-    assert "access_pj" not in simba["levels"][0] and simba["tensor_bits"] == {"ofm": 24}
+    assert "access_pj" not in simba["levels"][1] and simba["tensor_bits"] == {"ofm": 24}
+    assert "double_buffered" not in simba["levels"][1]
 
 
 def test_with_level_split_capacity():
@@ -505,14 +537,21 @@ def hierarchy_data(draw):
     for i in range(n_levels - 1):
         holds = draw(st.lists(st.sampled_from(TENSOR_KINDS), min_size=1, max_size=3, unique=True))
         level: dict[str, Any] = {"name": f"L{i}", "array": [draw(st.integers(1, 8)), draw(st.integers(1, 8))]}
+        tabled = draw(st.booleans())
+        # a table prices only the sizes it covers (16 B to 512 KiB), twice the capacity if double-buffered
+        double = tabled and draw(st.booleans())
+        sizes = st.integers(max(widest, 16), (1 << 18) if double else (1 << 19)) if tabled else \
+            st.integers(widest, 1 << 20)
         if draw(st.booleans()):
-            level["capacity"] = {k: draw(st.integers(widest, 1 << 20)) for k in holds}
+            level["capacity"] = {k: draw(sizes) for k in holds}
         else:
-            level["capacity"] = draw(st.integers(widest, 1 << 20))
+            level["capacity"] = draw(sizes)
             if draw(st.booleans()):
                 level["holds"] = holds
-        if draw(st.booleans()):
+        if tabled:
             level["energy_table"] = "interstellar"
+            if double:
+                level["double_buffered"] = True
         else:
             level["access_pj"] = draw(energy)
         if draw(st.booleans()):

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
+from kapla.arch.energy_tables import energy_table
+from kapla.arch.energy_tables import format_bytes as table_bytes
 from kapla.arch.spec import TENSOR_KINDS, ArchSpec, Counting, MemLevel, SplitCapacity
 
 
 def format_bytes(size: int | None) -> str:
     """``32768`` -> ``32 KiB``; exact binary units only, else plain bytes."""
-    if size is None:
-        return "unbounded"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
+    return "unbounded" if size is None else table_bytes(size)
 
 
 def _dims(array: tuple[int, int]) -> str:
@@ -45,7 +42,18 @@ def _energy(spec: ArchSpec, index: int) -> str:
     else:
         text = ", ".join(f"{kind} {show(pair)}" for kind, pair in pairs.items()) + " pJ"
     if level.access_pj is None and (level.read_pj is None or level.write_pj is None):
-        text += f" ({level.energy_table})"
+        assert level.energy_table is not None  # validated
+        table = energy_table(level.energy_table)
+        sizes = {spec.priced_bytes(index, kind) for kind in level.held}
+        notes = [level.energy_table]
+        if level.double_buffered:
+            notes.append("priced at 2x: double-buffered")
+        for size in sorted(sizes):
+            between = table.between(size)
+            if between is not None:  # say so: the source measured no memory of this size
+                notes.append(f"{table_bytes(size)} interpolated between {table_bytes(between[0])} "
+                             f"and {table_bytes(between[1])}")
+        text += f" ({'; '.join(notes)})"
     return text
 
 

@@ -8,9 +8,11 @@ rescales to the spec's base word (``table pJ x word_bits / table.word_bits``),
 then to each tensor's width, like any other ``*_pj`` value.
 
 Between table points the energy is interpolated piecewise-linearly in
-``log(size)`` vs ``log(energy)`` (a power law per segment); outside the table
-the nearest end segment's slope is extended. A size equal to a table point
-returns that point's energy exactly.
+``log(size)`` vs ``log(energy)`` (a power law per segment; :meth:`EnergyTable.between`
+says which points a size falls between, for descriptions that say so). A size
+equal to a table point returns that point's energy exactly. A size outside the
+table is an error naming it: a memory smaller or larger than any the source
+measured has no energy to read off, and extending a slope would invent one.
 """
 
 from __future__ import annotations
@@ -51,22 +53,63 @@ class EnergyTable:
         if any(pj <= 0 for _, pj in self.points):
             raise ValueError(f"energy table {self.name!r}: energies must be positive")
 
+    @property
+    def smallest(self) -> int:
+        return self.points[0][0]
+
+    @property
+    def largest(self) -> int:
+        return self.points[-1][0]
+
+    def covers(self, size_bytes: float) -> bool:
+        """Whether the table gives an energy for ``size_bytes`` (inside its range;
+        a size that misses an end by rounding alone is in)."""
+        return self.smallest * (1 - 1e-12) <= size_bytes <= self.largest * (1 + 1e-12)
+
+    def between(self, size_bytes: float) -> tuple[int, int] | None:
+        """The two table sizes ``size_bytes`` is interpolated between (None: a table point)."""
+        self._check(size_bytes)
+        if any(size == size_bytes for size, _ in self.points):
+            return None
+        index = self._segment(size_bytes)
+        return self.points[index][0], self.points[index + 1][0]
+
     def interpolate(self, size_bytes: float) -> float:
         """pJ per ``word_bits``-bit access of a buffer of ``size_bytes`` bytes."""
-        if not size_bytes > 0 or math.isinf(size_bytes):
-            raise ArchError(f"energy table {self.name!r}: size must be a positive number of bytes "
-                            f"(got {size_bytes})")
+        self._check(size_bytes)
         points = self.points
         for size, pj in points:
             if size == size_bytes:
                 return pj
-        # The segment holding size_bytes, or the nearest end segment outside.
-        index = 0
-        while index < len(points) - 2 and size_bytes > points[index + 1][0]:
-            index += 1
+        index = self._segment(size_bytes)
         (s0, e0), (s1, e1) = points[index], points[index + 1]
         slope = math.log(e1 / e0) / math.log(s1 / s0)
         return e0 * math.exp(slope * math.log(size_bytes / s0))
+
+    def _segment(self, size_bytes: float) -> int:
+        index = 0
+        while index < len(self.points) - 2 and size_bytes > self.points[index + 1][0]:
+            index += 1
+        return index
+
+    def _check(self, size_bytes: float) -> None:
+        if not size_bytes > 0 or math.isinf(size_bytes):
+            raise ArchError(f"energy table {self.name!r}: size must be a positive number of bytes "
+                            f"(got {size_bytes})")
+        if not self.covers(size_bytes):
+            raise ArchError(f"energy table {self.name!r} has no energy for {format_bytes(size_bytes)}: "
+                            f"it covers {format_bytes(self.smallest)} to {format_bytes(self.largest)}")
+
+
+def format_bytes(size: float) -> str:
+    """``size`` in the largest binary unit that keeps it whole (``"32 KiB"``, ``"48 B"``)."""
+    if size != int(size):
+        return f"{size:g} B"
+    size = int(size)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
 
 
 _TABLES: dict[str, EnergyTable] = {}
@@ -129,6 +172,7 @@ __all__ = [
     "EnergyTable",
     "INTERSTELLAR",
     "energy_table",
+    "format_bytes",
     "energy_table_names",
     "interpolate",
     "register_energy_table",

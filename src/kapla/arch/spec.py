@@ -14,6 +14,10 @@ Units, in files and in the objects alike:
 - ``energy_table``: a level without ``access_pj`` takes its energy from a
   size-to-energy table of :mod:`kapla.arch.energy_tables` at its capacity;
   table energies are per access of the table's width, rescaled to the base word.
+  A capacity outside the table is an error. ``double_buffered: true`` prices
+  the level at twice its capacity (Interstellar's convention: each buffer is
+  doubled so that the next block loads while this one is used; the capacity
+  stays what the data may occupy).
 - ``bandwidth``: bytes per cycle per unit; the DRAM level's is the total over
   all channels. ``None`` = not a bottleneck (on-chip levels only).
 - ``array``: ``[rows, cols]`` of units of this level inside one unit of the
@@ -55,7 +59,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from kapla.arch.energy_tables import energy_table, energy_table_names
+from kapla.arch.energy_tables import energy_table, energy_table_names, format_bytes
 from kapla.arch.mapping import PeMappingTemplate, get_pe_mapping, pe_mapping_names
 from kapla.arch.messages import UNION_TAG, format_validation_error, path_error
 from kapla.arch.unroll import FREE, FREE_UNROLL, PARTITION_UNROLL, Unroll, parse_unroll
@@ -204,6 +208,8 @@ class MemLevel(_Frozen):
     write_pj: NonNegFloat | None = None
     #: Name of a size-to-energy table used when ``access_pj`` is absent.
     energy_table: Annotated[str, Strict()] | None = None
+    #: The table prices the level at twice its capacity (a double buffer).
+    double_buffered: Flag = False
     #: How the array of units is used (see :mod:`kapla.arch.unroll`); stored
     #: canonical. None: the default of :meth:`ArchSpec.unroll_of`.
     unroll: Annotated[str, Strict()] | None = None
@@ -490,6 +496,17 @@ class ArchSpec(_Frozen):
             if level.capacity * 8 < bits:
                 raise path_error(f"{where}.capacity", f"smaller than one {bits}-bit "
                                  f"word (got {level.capacity})")
+        if level.energy_table is not None and i != last and level.access_pj is None and (
+                level.read_pj is None or level.write_pj is None):
+            table = energy_table(level.energy_table)
+            for kind in level.held:
+                size = self.priced_bytes(i, kind)
+                if not table.covers(size):
+                    field = f"{where}.capacity" + (f".{kind}" if level.is_split else "")
+                    doubled = " (double-buffered: twice the capacity)" if level.double_buffered else ""
+                    raise path_error(field, f"energy table {table.name!r} covers {format_bytes(table.smallest)} "
+                                     f"to {format_bytes(table.largest)}; no energy for "
+                                     f"{format_bytes(size)}{doubled}")
         if level.unroll is not None and i != last:
             unroll = parse_unroll(level.unroll)
             if unroll.kind == "template" and i != 0:
@@ -703,10 +720,16 @@ class ArchSpec(_Frozen):
             return level.access_pj
         assert level.energy_table is not None and level.capacity is not None  # validated
         table = energy_table(level.energy_table)
-        size = level.capacity.of(kind) if isinstance(level.capacity, SplitCapacity) else level.capacity
-        assert size is not None
-        pj = table.interpolate(size)
+        pj = table.interpolate(self.priced_bytes(index, kind))
         return pj if table.word_bits == self.word_bits else pj * self.word_bits / table.word_bits
+
+    def priced_bytes(self, i: int | str, kind: str) -> int:
+        """The size level ``i``'s energy table prices ``kind``'s buffer at: its
+        capacity, twice that when double-buffered."""
+        level = self.levels[self._index(i)]
+        size = level.capacity.of(kind) if isinstance(level.capacity, SplitCapacity) else level.capacity
+        assert size is not None  # on-chip levels have a capacity (validated)
+        return 2 * size if level.double_buffered else size
 
     def bus_of(self, i: int | str) -> BusSpec | None:
         """The bus feeding level ``i``'s units: ``array_bus`` for level 0, the
@@ -875,6 +898,8 @@ class ArchSpec(_Frozen):
             for key in _OPTIONAL_LEVEL_FIELDS:
                 if level[key] is None:
                     del level[key]
+            if not level["double_buffered"]:
+                del level["double_buffered"]
             if isinstance(level["capacity"], dict):
                 level["capacity"] = {k: v for k, v in level["capacity"].items() if v is not None}
         return data
