@@ -1,10 +1,13 @@
 """Running many schedules: points (a network, a hardware spec, a solver and
-its settings), each scheduled on its own, in local worker processes.
+its settings), each scheduled on its own, in local worker processes or on
+a Ray cluster (:mod:`kapla.explore.executors`).
 
 A point that cannot run (its hardware holds no scheme for some layer, a
 budget ran out) is a row with its status and reason, never dropped and
 never fatal. Rows come back in the order of the points whatever the number
-of workers, so a sweep is deterministic.
+of workers or the executor, so a sweep is deterministic. With a store
+(:mod:`kapla.explore.store`) each row is kept the moment its point finishes
+and a point already kept is not run again.
 """
 
 from __future__ import annotations
@@ -12,15 +15,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kapla.api import schedule
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
-from kapla.scheduling.workers import check_jobs, worker_pool
+from kapla.scheduling.workers import check_jobs
 from kapla.search.result import cycles
 from kapla.space.problem import NoSchemeError
 from kapla.workload.network import Network
+
+if TYPE_CHECKING:
+    from kapla.explore.store import PointStore
 
 OK, INFEASIBLE, FAILED = "ok", "infeasible", "failed"
 
@@ -64,18 +71,42 @@ def run_point(point: Point) -> dict[str, Any]:
     return row
 
 
-def run_points(points: Sequence[Point], jobs: int | None = None,
-               progress: SweepProgress | None = None) -> list[dict[str, Any]]:
-    """Every point's row, in the order of ``points``; ``jobs`` worker processes
-    (default 1: this process), stopped with the sweep however it ends."""
+def run_points(points: Sequence[Point], jobs: int | None = None, progress: SweepProgress | None = None,
+               store: PointStore | str | Path | None = None, executor: str = "local",
+               address: str | None = None) -> list[dict[str, Any]]:
+    """Every point's row, in the order of ``points``. ``jobs`` worker processes
+    (default 1: this process; on Ray, the CPUs of a local cluster), stopped with
+    the sweep however it ends; ``store`` (a directory) keeps each finished row
+    and supplies the rows of points it holds (those rows say ``"stored": true``);
+    ``executor`` ``"local"`` or ``"ray"`` (``address``: the cluster's, else
+    ``RAY_ADDRESS``, else a local one)."""
+    from kapla.explore.executors import run_unordered
+    from kapla.explore.store import PointStore, point_key
+
     jobs = check_jobs(jobs) or 1
-    rows: list[dict[str, Any]] = []
-    with worker_pool(jobs if len(points) > 1 else 1) as pool:
-        for row in (map(run_point, points) if pool is None else pool.map(run_point, points)):
-            rows.append(row)
-            if progress is not None:
-                progress(len(rows), len(points))
-    return rows
+    if store is not None and not isinstance(store, PointStore):
+        store = PointStore(store)
+    keys = [point_key(p) for p in points] if store is not None else []
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    todo = []
+    for i, point in enumerate(points):
+        kept = store.get(keys[i]) if store is not None else None
+        if kept is None:
+            todo.append(i)
+        else:
+            rows[i] = {**kept, **point.labels, "stored": True}
+    done = len(points) - len(todo)
+    if progress is not None:
+        progress(done, len(points))
+    for i, row in run_unordered(executor, [points[i] for i in todo], jobs, address):
+        index = todo[i]
+        if store is not None:
+            store.put(keys[index], points[index], row)
+        rows[index] = row
+        done += 1
+        if progress is not None:
+            progress(done, len(points))
+    return [row for row in rows if row is not None]
 
 
 __all__ = ["FAILED", "INFEASIBLE", "OK", "Point", "run_point", "run_points"]

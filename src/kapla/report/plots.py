@@ -21,13 +21,7 @@ def stacked_bar_plot(labels: Sequence[str], series: Mapping[str, Sequence[float]
                      path: str | Path, notes: Mapping[int, str] | None = None) -> None:
     """Bars stacked by series, to a PNG or SVG file (by its suffix); ``notes`` writes text over some bars."""
     target = check_plot_target(path)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise KaplaError("--plot needs matplotlib: pip install 'kapla[plot]'") from None
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(3.5, 2.5 + 0.45 * len(labels)), 3.8))
     bottom = [0.0] * len(labels)
     for name, heights in series.items():
@@ -60,4 +54,82 @@ def plot_schedule(doc: dict[str, Any], path: str | Path) -> None:
                      f"{doc['energy_j'] * 1e3:.3f} mJ", path)
 
 
-__all__ = ["check_plot_target", "plot_schedule", "stacked_bar_plot"]
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise KaplaError("--plot needs matplotlib: pip install 'kapla[plot]'") from None
+    return plt
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
+    """A hardware sweep (``kapla explore --json``): energy against its field (a
+    line), or a heatmap over two fields, beside the Pareto front of energy
+    against on-chip capacity; points that did not finish are left blank."""
+    target = check_plot_target(path)
+    plt = _pyplot()
+    fields = list(doc["fields"])
+    points = doc["points"]
+    done = [p for p in points if p["status"] == "ok"]
+    panels = 2 if len(fields) <= 2 else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.0), squeeze=False)
+    title = f"{doc['network']} on {doc['arch']} variants (batch {doc['batch']})"
+    labels = doc.get("labels") or {f: [_show(v) for v in doc["fields"][f]] for f in fields}
+    if len(fields) == 1:
+        ax = axes[0][0]
+        name = fields[0]
+        values = doc["fields"][name]
+        energy = {_show(p["vary"][name]): p["energy_j"] * 1e3 for p in done}
+        ax.plot(range(len(values)), [energy.get(_show(v), float("nan")) for v in values], marker="o")
+        ax.set_xticks(range(len(values)), labels[name], rotation=45 if len(values) > 6 else 0)
+        ax.set_xlabel(name)
+        ax.set_ylabel("energy (mJ)")
+    elif len(fields) == 2:
+        ax = axes[0][0]
+        (rows_name, rows_values), (cols_name, cols_values) = [(f, doc["fields"][f]) for f in fields]
+        cell = {(_show(p["vary"][rows_name]), _show(p["vary"][cols_name])): p["energy_j"] * 1e3 for p in done}
+        grid = [[cell.get((_show(r), _show(c)), float("nan")) for c in cols_values] for r in rows_values]
+        image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+        finished = [v for row in grid for v in row if v == v]
+        least, most = (min(finished), max(finished)) if finished else (None, None)
+        for r, row in enumerate(grid):
+            for c, value in enumerate(row):
+                # each cell's energy over the best point's; a blank cell did not finish
+                text = f"{value / least:.2f}" if least and value == value else "-"
+                dark = value == value and most != least and (value - least) / (most - least) > 0.5
+                ax.text(c, r, text, ha="center", va="center", fontsize="x-small", color="white" if dark else "black")
+        ax.set_xticks(range(len(cols_values)), labels[cols_name], rotation=45)
+        ax.set_yticks(range(len(rows_values)), labels[rows_name])
+        ax.set_xlabel(cols_name)
+        ax.set_ylabel(rows_name)
+        fig.colorbar(image, ax=ax, label="energy (mJ)")
+    ax = axes[0][-1]
+    front = [points[i] for i in doc["pareto"]]
+    ax.scatter([p["onchip_bytes"] / 1024 for p in done], [p["energy_j"] * 1e3 for p in done], s=14,
+               color="0.6", label="points")
+    ax.plot([p["onchip_bytes"] / 1024 for p in front], [p["energy_j"] * 1e3 for p in front], marker="o",
+            color="C3", label="Pareto front")
+    ax.set_xscale("log")
+    ax.set_xlabel("on-chip capacity (KiB)")
+    ax.set_ylabel("energy (mJ)")
+    ax.legend(fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    try:
+        fig.savefig(target, bbox_inches="tight")
+    except OSError as exc:
+        raise KaplaError(f"cannot write the plot to {path}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
+
+
+__all__ = ["check_plot_target", "plot_schedule", "stacked_bar_plot", "sweep_plot"]
