@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kapla.arch.spec import ArchSpec
+from kapla.arch.spec import ArchSpec, SplitCapacity
 from kapla.errors import KaplaError
 from kapla.explore.grid import Field, parse_vary, plain, show, variants
 from kapla.explore.store import PointStore
@@ -30,7 +30,7 @@ def onchip_bytes(arch: ArchSpec) -> int:
     total = 0
     for level in arch.levels[:-1]:
         capacity = level.capacity
-        size = capacity.total if hasattr(capacity, "total") else capacity
+        size = capacity.total if isinstance(capacity, SplitCapacity) else capacity
         total += int(size or 0) * arch.units(level.name)
     return total
 

@@ -105,7 +105,8 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
             for c, value in enumerate(row):
                 # each cell's energy over the best point's; a blank cell did not finish
                 text = f"{value / least:.2f}" if least and value == value else "-"
-                dark = value == value and most != least and (value - least) / (most - least) > 0.5
+                dark = (least is not None and most is not None and value == value and most != least
+                        and (value - least) / (most - least) > 0.5)
                 ax.text(c, r, text, ha="center", va="center", fontsize="x-small", color="white" if dark else "black")
         ax.set_xticks(range(len(cols_values)), labels[cols_name], rotation=45)
         ax.set_yticks(range(len(rows_values)), labels[rows_name])
