@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 from rich.table import Table
 
@@ -16,6 +18,66 @@ from kapla.model.objective import OBJECTIVES
 from kapla.workload.load import load_network
 
 
+def sweep_options(f):
+    """What every sweep command takes besides its grid: the workload, the solver, where points run, outputs."""
+    for option in reversed([
+        click.option("--batch", type=click.IntRange(min=1), default=None,
+                     help="Batch size (overrides a file's or model's; zoo default 64)."),
+        click.option("--seq", type=click.IntRange(min=1), default=None,
+                     help="Sequence length binding an ONNX model's symbolic dims (transformers)."),
+        click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers)."),
+        click.option("--objective", type=click.Choice(OBJECTIVES), default="energy", show_default=True),
+        click.option("--solver", default="kapla", show_default=True, help="A registered solver (`kapla solvers`)."),
+        click.option("--option", "-O", "solver_options", multiple=True, metavar="KEY=VALUE",
+                     help="An option of the solver's parts, e.g. -O refine=40."),
+        click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+                     help="Where points run: local worker processes, or a Ray cluster (needs kapla[ray])."),
+        click.option("--ray-address", default=None, metavar="ADDRESS",
+                     help="The Ray cluster to run on (default: RAY_ADDRESS, else a local one with --jobs CPUs)."),
+        click.option("--jobs", type=click.IntRange(min=1), default=None,
+                     help="Points scheduled at once (default: one per CPU, at most 4)."),
+        click.option("--store", "store_path", default=None, metavar="DIR",
+                     help="Keep each finished point in DIR: a sweep stopped at any point and run again with the "
+                          "same DIR skips every point it finished."),
+        click.option("--plot", "plot_path", default=None, metavar="FILE",
+                     help="Draw energy over the grid (a line, or a heatmap for two fields) and the Pareto front "
+                          "to FILE (.png or .svg)."),
+        json_option,
+    ]):
+        f = option(f)
+    return f
+
+
+def run_sweep(net: str, arch_name: str, grid, batch: int | None, seq: int | None, training: bool,
+              objective: str, solver: str, solver_options: tuple[str, ...], executor: str, ray_address: str | None,
+              jobs: int | None, store_path: str | None, plot_path: str | None, json_out: str | None,
+              sweep=None) -> Exploration | None:
+    """Check the outputs, load NET and ARCH, run ``sweep(network, arch, **settings)`` with a
+    progress bar (default :func:`~kapla.explore.explore.explore` over ``grid(arch)``), write
+    the plot and the JSON; the result to print (None: the JSON went to stdout)."""
+    check_output(json_out, "--json")
+    check_plot_output(plot_path)
+    arch = load_arch(arch_name)
+    fields = grid(arch) if grid is not None else []
+    network = load_network(net, batch=batch, training=training, seq=seq)
+    with progress_bar(f"exploring {network.name}", network.name) as progress:
+        def points(done: int, total: int) -> None:
+            progress("points", done, total)
+
+        run = sweep if sweep is not None else functools.partial(explore, vary=fields)
+        result = run(network, arch, solver=solver, options=parse_options(solver_options), objective=objective,
+                     jobs=jobs if jobs is not None else _default_jobs(), executor=executor, address=ray_address,
+                     store=store_path, progress=points)
+    if plot_path is not None:
+        plot(result, plot_path)
+        err_console.print(f"wrote {plot_path}")
+    if json_out is not None:
+        emit_json(result.to_dict(), json_out)
+        if json_out == "-":
+            return None
+    return result
+
+
 @click.command("explore")
 @click.argument("net", default="alexnet")
 @click.option("--arch", "arch_name", default="interstellar", show_default=True, metavar="NAME|FILE",
@@ -23,28 +85,7 @@ from kapla.workload.load import load_network
 @click.option("--vary", "vary", multiple=True, metavar="PATH=VALUES",
               help="A field and its values: REGF.capacity=16B,32B,64B; GBUF.capacity=32KiB..512KiB*2; "
                    "pe_array=8x8,16x16 (repeat for a grid).")
-@click.option("--batch", type=click.IntRange(min=1), default=None,
-              help="Batch size (overrides a file's or model's; zoo default 64).")
-@click.option("--seq", type=click.IntRange(min=1), default=None,
-              help="Sequence length binding an ONNX model's symbolic dims (transformers).")
-@click.option("--training", is_flag=True, help="Schedule the training DAG (forward + backward layers).")
-@click.option("--objective", type=click.Choice(OBJECTIVES), default="energy", show_default=True)
-@click.option("--solver", default="kapla", show_default=True, help="A registered solver (`kapla solvers`).")
-@click.option("--option", "-O", "solver_options", multiple=True, metavar="KEY=VALUE",
-              help="An option of the solver's parts, e.g. -O refine=40.")
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
-              help="Where points run: local worker processes, or a Ray cluster (needs kapla[ray]).")
-@click.option("--ray-address", default=None, metavar="ADDRESS",
-              help="The Ray cluster to run on (default: RAY_ADDRESS, else a local one with --jobs CPUs).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Points scheduled at once (default: one per CPU, at most 4).")
-@click.option("--store", "store_path", default=None, metavar="DIR",
-              help="Keep each finished point in DIR: a sweep stopped at any point and run again with the same "
-                   "DIR skips every point it finished.")
-@click.option("--plot", "plot_path", default=None, metavar="FILE",
-              help="Draw energy over the grid (a line, or a heatmap for two fields) and the Pareto front "
-                   "to FILE (.png or .svg).")
-@json_option
+@sweep_options
 def explore_cmd(net: str, arch_name: str, vary: tuple[str, ...], batch: int | None, seq: int | None,
                 training: bool, objective: str, solver: str, solver_options: tuple[str, ...], executor: str,
                 ray_address: str | None, jobs: int | None, store_path: str | None, plot_path: str | None,
@@ -59,24 +100,11 @@ def explore_cmd(net: str, arch_name: str, vary: tuple[str, ...], batch: int | No
     the best one and the Pareto front of energy against on-chip capacity;
     --json writes {"points": [...], "best": {...}, "pareto": [...]}.
     """
-    check_output(json_out, "--json")
-    check_plot_output(plot_path)
-    arch = load_arch(arch_name)
-    fields = [parse_vary(text, arch) for text in vary]
-    network = load_network(net, batch=batch, training=training, seq=seq)
-    with progress_bar(f"exploring {network.name}", network.name) as progress:
-        result = explore(network, arch, fields, solver=solver, options=parse_options(solver_options),
-                         objective=objective, jobs=jobs if jobs is not None else _default_jobs(),
-                         executor=executor, address=ray_address, store=store_path,
-                         progress=lambda done, total: progress("points", done, total))
-    if plot_path is not None:
-        plot(result, plot_path)
-        err_console.print(f"wrote {plot_path}")
-    if json_out is not None:
-        emit_json(result.to_dict(), json_out)
-        if json_out == "-":
-            return
-    _print(result)
+    result = run_sweep(net, arch_name, lambda arch: [parse_vary(text, arch) for text in vary], batch, seq,
+                       training, objective, solver, solver_options, executor, ray_address, jobs, store_path,
+                       plot_path, json_out)
+    if result is not None:
+        _print(result)
 
 
 def _default_jobs() -> int:

@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "arch": ("kapla.cli.arch_cmd", "arch_cmd",
              "Inspect hardware descriptions: shipped presets or your own YAML/JSON files."),
     "compare": ("kapla.cli.compare_cmd", "compare_cmd", "Run several solvers on NET and compare their schedules."),
+    "dataflows": ("kapla.cli.dataflows_cmd", "dataflows_cmd",
+                  "Schedule NET under every dataflow of Interstellar's taxonomy, best first."),
     "explore": ("kapla.cli.explore_cmd", "explore_cmd", "Schedule NET on every point of a grid of hardware variants."),
     "import-schedule": ("kapla.cli.import_cmd", "import_cmd",
                         "Evaluate the schedule in FILE, nn_dataflow's JSON output, with kapla."),

@@ -72,8 +72,8 @@ class Exploration:
     def to_dict(self) -> dict[str, Any]:
         def point(row: dict[str, Any]) -> dict[str, Any]:
             return {"vary": {f.name: plain(row["vary"][f.name]) for f in self.fields},
-                    **{k: row.get(k) for k in ("energy_j", "time_cycles", "valid", "status", "onchip_bytes",
-                                                "seconds", "message")}}
+                    **{k: row.get(k) for k in ("energy_j", "time_cycles", "utilisation", "valid", "status",
+                                                "onchip_bytes", "seconds", "message")}}
 
         return {
             "kind": "exploration",

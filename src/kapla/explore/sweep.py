@@ -22,7 +22,7 @@ from kapla.api import schedule
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.scheduling.workers import check_jobs
-from kapla.search.result import cycles
+from kapla.search.result import LayerResult, cycles
 from kapla.space.problem import NoSchemeError
 from kapla.workload.network import Network
 
@@ -49,6 +49,13 @@ class Point:
     labels: Mapping[str, Any] = field(default_factory=dict)
 
 
+def pe_utilisation(layers: Sequence[LayerResult]) -> float:
+    """The share of PE-cycles doing a MAC over the layers (each on its region,
+    for its time): the layers' own utilisations weighted by PE-cycles."""
+    busy = sum(lr.pes * lr.cost.time for lr in layers)
+    return sum(lr.macs for lr in layers) / busy if busy > 0 else 0.0
+
+
 def run_point(point: Point) -> dict[str, Any]:
     """The point scheduled (in this process): its labels, status, energy, time, validity and seconds."""
     start = time.perf_counter()
@@ -64,7 +71,7 @@ def run_point(point: Point) -> dict[str, Any]:
         row.update(status=FAILED, message=str(exc))
     else:
         row.update(energy_j=result.energy_j, time_cycles=cycles(result.time), valid=result.valid,
-                   breakdown=dict(result.energy))
+                   breakdown=dict(result.energy), utilisation=pe_utilisation(result.layers))
         if not result.valid:
             row.update(status=FAILED, message="the schedule failed the evaluator's check")
     row["seconds"] = time.perf_counter() - start
