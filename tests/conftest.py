@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import kapla.cli.arch_cmd
 import kapla.cli.common
 import kapla.cli.compare_cmd
+import kapla.cli.explore_cmd
 import kapla.cli.import_cmd
 import kapla.cli.schedule_cmd
 import kapla.cli.stats_cmd
@@ -23,8 +24,8 @@ settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-WRITERS = (kapla.cli.arch_cmd, kapla.cli.compare_cmd, kapla.cli.import_cmd, kapla.cli.schedule_cmd,
-           kapla.cli.stats_cmd)
+WRITERS = (kapla.cli.arch_cmd, kapla.cli.compare_cmd, kapla.cli.explore_cmd, kapla.cli.import_cmd,
+           kapla.cli.schedule_cmd, kapla.cli.stats_cmd)
 CHECKED: list[dict] = []  # the documents checked in this session (a test asserts some were)
 
 

@@ -26,11 +26,14 @@ def test_every_kind_of_output_is_checked(tmp_path):
     runner = CliRunner()
     for args in (["schedule", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1", "--json", "-"],
                  ["compare", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1", "--json", "-"],
-                 ["stats", "mlp_s", "--json"], ["arch", "show", "edge", "--json"]):
+                 ["stats", "mlp_s", "--json"], ["arch", "show", "edge", "--json"],
+                 ["explore", "mlp_s", "--arch", "edge", "--batch", "1", "--jobs", "1", "--vary",
+                  "REGF.capacity=2B,64B", "--json", "-"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     formats = [doc.get("format", "hardware") for doc in CHECKED[before:]]
-    assert formats == ["kapla-schedule", "kapla-comparison", "kapla-stats", "hardware"]
+    assert formats == ["kapla-schedule", "kapla-comparison", "kapla-stats", "hardware", "kapla-exploration"]
+    assert [p["status"] for p in CHECKED[before + 4]["points"]] == ["infeasible", "ok"]
     schedule = CHECKED[before]
     assert isinstance(schedule["time_cycles"], int) and schedule["units"]["noc_hops"] == "word-hops"
     assert all(0 < layer["pe_utilisation"] <= 1 and layer["macs"] > 0 for layer in schedule["layers"])

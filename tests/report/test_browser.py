@@ -91,3 +91,39 @@ def test_folded_regions_are_drawn_where_the_json_puts_them(tmp_path):
             assert box["width"] <= chart["width"] * span_c / cols + 1
             assert span_r > stripe[group.get_attribute("data-label")]  # it turns: more rows than its stripe
         browser.close()
+
+
+def test_a_sweep_report_shows_the_grid_as_a_heatmap_and_the_pareto_front(tmp_path):
+    page_path, json_path = tmp_path / "x.html", tmp_path / "x.json"
+    result = CliRunner().invoke(app, ["explore", "mlp_s", "--arch", "interstellar", "--batch", "2", "--jobs", "1",
+                                      "--vary", "REGF.capacity=16B,64B", "--vary", "GBUF.capacity=32KiB..128KiB*2",
+                                      "--report", str(page_path), "--json", str(json_path)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(json_path.read_text())
+    assert CHROMIUM is not None, "KAPLA_REQUIRE_BROWSER is set but no Chromium is installed"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: errors.append(f"fetched {r.url}") if not r.url.startswith("file:") else None)
+        page.goto(page_path.as_uri())
+        assert errors == []
+        for chart in ("#grid", "#pareto"):
+            box = page.locator(chart).bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100, chart
+        cells = page.locator("#grid rect.cell")
+        assert cells.count() == 6
+        # every cell is its point: the energy drawn is the JSON's
+        for i in range(6):
+            point = doc["points"][i]
+            cell = cells.nth(i)
+            assert cell.get_attribute("data-row") == doc["labels"]["REGF.capacity"][i // 3]
+            assert cell.get_attribute("data-col") == doc["labels"]["GBUF.capacity"][i % 3]
+            assert float(cell.get_attribute("data-value")) == pytest.approx(point["energy_j"] * 1e3, rel=1e-8)
+        assert page.locator("#pareto circle.point").count() == 6
+        assert page.locator("#pareto circle.front").count() == len(doc["pareto"]) >= 1
+        assert page.locator("#best-energy").inner_text() == f"{doc['best']['energy_j'] * 1e3:.3f} mJ"
+        assert page.locator("table.points tr").count() == 7
+        browser.close()

@@ -65,7 +65,7 @@ def test_a_comparison_page_shows_each_run(result):
 
 
 def test_something_else_is_one_error():
-    with pytest.raises(KaplaError, match="not a kapla schedule or comparison result"):
+    with pytest.raises(KaplaError, match="not a kapla schedule, comparison or exploration result"):
         render({"format": "kapla-stats"})
     with pytest.raises(KaplaError):
         render(json.loads("[1, 2]"))

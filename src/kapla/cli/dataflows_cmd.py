@@ -22,7 +22,7 @@ from kapla.explore.sweep import OK
 def dataflows_cmd(net: str, arch_name: str, replication: bool, batch: int | None, seq: int | None, training: bool,
                   objective: str, solver: str, solver_options: tuple[str, ...], executor: str,
                   ray_address: str | None, jobs: int | None, store_path: str | None, plot_path: str | None,
-                  json_out: str | None) -> None:
+                  report_path: str | None, json_out: str | None) -> None:
     """Schedule NET under every dataflow of Interstellar's taxonomy, best first.
 
     A dataflow is the pair of loops unrolled over the PE array's rows and
@@ -33,7 +33,7 @@ def dataflows_cmd(net: str, arch_name: str, replication: bool, batch: int | None
     points (vary.dataflow is the spec's spelling, S and R for FY and FX).
     """
     result = run_sweep(net, arch_name, None, batch, seq, training, objective, solver, solver_options, executor,
-                       ray_address, jobs, store_path, plot_path, json_out,
+                       ray_address, jobs, store_path, plot_path, report_path, json_out,
                        sweep=lambda network, arch, **kw: dataflows(network, arch, replication=replication, **kw))
     if result is not None:
         _print(result)

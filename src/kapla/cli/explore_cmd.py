@@ -9,6 +9,7 @@ from rich.table import Table
 
 from kapla.arch import load_arch
 from kapla.cli.common import check_output, check_plot_output, console, emit_json, err_console, json_option, progress_bar
+from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
 from kapla.explore.executors import EXECUTORS
 from kapla.explore.explore import Exploration, explore, label, plot
@@ -42,6 +43,9 @@ def sweep_options(f):
         click.option("--plot", "plot_path", default=None, metavar="FILE",
                      help="Draw energy over the grid (a line, or a heatmap for two fields) and the Pareto front "
                           "to FILE (.png or .svg)."),
+        click.option("--report", "report_path", default=None, metavar="FILE",
+                     help="Also write a self-contained HTML report (the grid as a heatmap, the Pareto front, every "
+                          "point) to FILE."),
         json_option,
     ]):
         f = option(f)
@@ -50,12 +54,13 @@ def sweep_options(f):
 
 def run_sweep(net: str, arch_name: str, grid, batch: int | None, seq: int | None, training: bool,
               objective: str, solver: str, solver_options: tuple[str, ...], executor: str, ray_address: str | None,
-              jobs: int | None, store_path: str | None, plot_path: str | None, json_out: str | None,
-              sweep=None) -> Exploration | None:
+              jobs: int | None, store_path: str | None, plot_path: str | None, report_path: str | None,
+              json_out: str | None, sweep=None) -> Exploration | None:
     """Check the outputs, load NET and ARCH, run ``sweep(network, arch, **settings)`` with a
     progress bar (default :func:`~kapla.explore.explore.explore` over ``grid(arch)``), write
     the plot and the JSON; the result to print (None: the JSON went to stdout)."""
     check_output(json_out, "--json")
+    check_output(report_path, "--report")
     check_plot_output(plot_path)
     arch = load_arch(arch_name)
     fields = grid(arch) if grid is not None else []
@@ -71,6 +76,8 @@ def run_sweep(net: str, arch_name: str, grid, batch: int | None, seq: int | None
     if plot_path is not None:
         plot(result, plot_path)
         err_console.print(f"wrote {plot_path}")
+    if report_path is not None:
+        write_report(result.to_dict(), report_path)
     if json_out is not None:
         emit_json(result.to_dict(), json_out)
         if json_out == "-":
@@ -89,7 +96,7 @@ def run_sweep(net: str, arch_name: str, grid, batch: int | None, seq: int | None
 def explore_cmd(net: str, arch_name: str, vary: tuple[str, ...], batch: int | None, seq: int | None,
                 training: bool, objective: str, solver: str, solver_options: tuple[str, ...], executor: str,
                 ray_address: str | None, jobs: int | None, store_path: str | None, plot_path: str | None,
-                json_out: str | None) -> None:
+                report_path: str | None, json_out: str | None) -> None:
     """Schedule NET on every point of a grid of hardware variants.
 
     Each --vary names a field of the base hardware (LEVEL.field, a top-level
@@ -102,7 +109,7 @@ def explore_cmd(net: str, arch_name: str, vary: tuple[str, ...], batch: int | No
     """
     result = run_sweep(net, arch_name, lambda arch: [parse_vary(text, arch) for text in vary], batch, seq,
                        training, objective, solver, solver_options, executor, ray_address, jobs, store_path,
-                       plot_path, json_out)
+                       plot_path, report_path, json_out)
     if result is not None:
         _print(result)
 

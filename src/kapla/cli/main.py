@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "import-schedule": ("kapla.cli.import_cmd", "import_cmd",
                         "Evaluate the schedule in FILE, nn_dataflow's JSON output, with kapla."),
     "report": ("kapla.cli.report_cmd", "report_cmd",
-               "Write an HTML report of a `kapla schedule --json` or `kapla compare --json` result."),
+               "Write an HTML report of a `kapla schedule`, `compare`, `explore` or `dataflows` JSON result."),
     "schedule": ("kapla.cli.schedule_cmd", "schedule_cmd",
                  "Schedule NET (a zoo name, a network file or an ONNX model) on an accelerator."),
     "solvers": ("kapla.cli.solvers_cmd", "solvers_cmd",

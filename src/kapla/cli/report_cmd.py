@@ -17,7 +17,7 @@ from kapla.report import render
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Where to write the page (default: RESULT.html beside the JSON).")
 def report_cmd(result: str, output: str | None) -> None:
-    """Write an HTML report of a `kapla schedule --json` or `kapla compare --json` result.
+    """Write an HTML report of a `kapla schedule`, `compare`, `explore` or `dataflows` JSON result.
 
     The page holds the summary, the energy by component (stacked bars, in
     total and per layer), the timeline of segments, each segment's placement

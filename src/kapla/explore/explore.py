@@ -76,7 +76,7 @@ class Exploration:
                                                 "onchip_bytes", "seconds", "message")}}
 
         return {
-            "kind": "exploration",
+            "format": "kapla-exploration", "version": 1,
             "network": self.network, "arch": self.arch, "batch": self.batch, "training": self.training,
             "solver": self.solver, "objective": self.objective,
             "fields": {f.name: [plain(v) for v in f.values] for f in self.fields},

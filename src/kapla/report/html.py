@@ -1,4 +1,4 @@
-"""A self-contained HTML report of a kapla JSON result (a schedule or a comparison).
+"""A self-contained HTML report of a kapla JSON result (a schedule, a comparison or a hardware sweep).
 
 The report is built from the documented JSON (``docs/result-schema.json``),
 not from live objects, so ``kapla report RESULT.json`` renders any result
@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from kapla.errors import KaplaError
-from kapla.report.svg import gantt, placement, stacked_bars
+from kapla.report.svg import gantt, heatmap, placement, scatter, stacked_bars
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
@@ -35,8 +35,10 @@ def render(doc: dict[str, Any]) -> str:
         return _page(f"{doc['network']} on {doc['arch']}", _schedule(doc))
     if kind == "kapla-comparison":
         return _page(f"{doc['network']} on {doc['arch']}: solvers compared", _comparison(doc))
-    raise KaplaError("not a kapla schedule or comparison result (its 'format' is "
-                     f"{kind!r}; kapla schedule --json and kapla compare --json write them)")
+    if kind == "kapla-exploration":
+        return _page(f"{doc['network']} on {doc['arch']} variants", _exploration(doc))
+    raise KaplaError("not a kapla schedule, comparison or exploration result (its 'format' is "
+                     f"{kind!r}; kapla schedule, compare and explore --json write them)")
 
 
 def _page(title: str, body: str) -> str:
@@ -189,6 +191,58 @@ def _comparison(doc: dict[str, Any]) -> str:
         out.append(stacked_bars(list(done), {p: [run["breakdown"].get(p, 0.0) / ref_energy for run in done.values()]
                                              for p in parts}, f"energy / {ref}", "solvers side by side",
                                 "energy-solvers"))
+    return "".join(out)
+
+
+def _exploration(doc: dict[str, Any]) -> str:
+    fields = list(doc["fields"])
+    labels = doc["labels"]
+    points = doc["points"]
+    done = [p for p in points if p["status"] == "ok"]
+    best = doc["best"]
+    front = set(doc["pareto"])
+
+    def shown(point: dict[str, Any], name: str) -> str:
+        return labels[name][doc["fields"][name].index(point["vary"][name])]
+
+    def where(point: dict[str, Any]) -> str:
+        return ", ".join(f"{name}={shown(point, name)}" for name in fields)
+
+    mode = "training" if doc["training"] else "inference"
+    out = [f"<p>{escape(mode)}, batch {doc['batch']}, solver {escape(doc['solver'])}, objective "
+           f"{escape(doc['objective'])}; {len(points)} points, {len(done)} scheduled.</p>"]
+    if best is not None:
+        out.append(f'<p>Best: <span id="best-point">{escape(where(best))}</span>, '
+                   f'<span id="best-energy">{_mj(best["energy_j"])} mJ</span>, {best["time_cycles"]:,} cycles.</p>')
+    if len(fields) == 2 and done:
+        rows_name, cols_name = fields
+        cell = {(shown(p, rows_name), shown(p, cols_name)): p["energy_j"] * 1e3 for p in done}
+        grid = [[cell.get((r, c)) for c in labels[cols_name]] for r in labels[rows_name]]
+        out += ["<h2>Energy over the grid</h2>",
+                heatmap(labels[rows_name], labels[cols_name], grid, rows_name, cols_name, "mJ",
+                        f"{doc['network']}: energy (mJ)", "grid")]
+    elif len(fields) == 1 and done:
+        name = fields[0]
+        energy = {shown(p, name): p["energy_j"] / best["energy_j"] for p in done} if best else {}
+        out += ["<h2>Energy over the field</h2>",
+                stacked_bars(labels[name], {"energy": [energy.get(v, 0.0) for v in labels[name]]},
+                             "x best", f"energy over {name}, to the best point", "grid")]
+    if done:
+        order = [i for i, p in enumerate(points) if p["status"] == "ok"]
+        out += ["<h2>Pareto front: energy against on-chip capacity</h2>",
+                scatter([(points[i]["onchip_bytes"], points[i]["energy_j"] * 1e3, where(points[i])) for i in order],
+                        [order.index(i) for i in doc["pareto"]], "on-chip bytes", "energy (mJ)",
+                        "every finished point; the front joined", "pareto")]
+    cells = []
+    for i, p in enumerate(points):
+        ok = p["status"] == "ok"
+        cells.append([escape(where(p)), escape(p["status"]) + (" *" if i in front else ""),
+                      _mj(p["energy_j"]) if ok else "-", f"{p['time_cycles']:,}" if ok else "-",
+                      f"{p['utilisation']:.1%}" if ok and p.get("utilisation") is not None else "-",
+                      f"{p['onchip_bytes']:,}", escape(p.get("message") or "")])
+    out += ["<h2>Every point</h2><p class=\"note\">* on the Pareto front</p>",
+            _rows(cells, ["point", "status", "energy (mJ)", "cycles", "PE utilisation", "on-chip bytes", "note"],
+                  "points")]
     return "".join(out)
 
 

@@ -89,6 +89,85 @@ def gantt(rows: Sequence[str], bars: Sequence[tuple[int, float, float, str, int]
     return "".join(parts)
 
 
+def heatmap(rows: Sequence[str], cols: Sequence[str], values: Sequence[Sequence[float | None]], row_name: str,
+            col_name: str, unit: str, title: str, chart_id: str) -> str:
+    """A grid of cells shaded from the lowest value (light) to the highest (dark),
+    each cell also written as its ratio to the lowest; None: a blank cell (the point did not finish)."""
+    cell_w, cell_h, left, top = 74, 30, 110, 52
+    width = left + cell_w * len(cols) + 20
+    height = top + cell_h * len(rows) + 40
+    finished = [v for row in values for v in row if v is not None]
+    low, high = (min(finished), max(finished)) if finished else (0.0, 0.0)
+    parts = [f'<svg id="{chart_id}" class="chart heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" role="img" aria-label="{escape(title)}">',
+             _text(8, 16, title, size=13, extra='font-weight="bold"'),
+             _text(left + cell_w * len(cols) / 2, top - 22, col_name, anchor="middle", size=11),
+             _text(8, top - 6, row_name, size=11)]
+    for c, name in enumerate(cols):
+        parts.append(_text(left + cell_w * c + cell_w / 2, top - 6, name, anchor="middle", size=10))
+    for r, name in enumerate(rows):
+        y = top + cell_h * r
+        parts.append(_text(left - 6, y + cell_h / 2 + 4, name, anchor="end", size=10))
+        for c, value in enumerate(values[r]):
+            x = left + cell_w * c
+            if value is None:
+                parts.append(f'<rect class="cell blank" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+                             f'fill="#eee" data-row="{escape(name)}" data-col="{escape(cols[c])}"><title>'
+                             f"{escape(name)}, {escape(cols[c])}: did not finish</title></rect>")
+                parts.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, "-", anchor="middle", size=10))
+                continue
+            t = (value - low) / (high - low) if high > low else 0.0
+            shade = f"rgb({int(250 - 190 * t)},{int(240 - 170 * t)},{int(200 - 60 * t)})"
+            parts.append(f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+                         f'fill="{shade}" data-row="{escape(name)}" data-col="{escape(cols[c])}" '
+                         f'data-value="{value:.9g}"><title>{escape(name)}, {escape(cols[c])}: {value:.4g} '
+                         f"{escape(unit)}</title></rect>")
+            parts.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, f"{value / low:.2f}x" if low > 0 else "",
+                               anchor="middle", size=10, extra=f'fill="{"#fff" if t > 0.5 else "#000"}"'))
+    parts.append(_text(left, height - 10, f"each cell: {unit}, as a ratio to the lowest", size=10))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def scatter(points: Sequence[tuple[float, float, str]], line: Sequence[int], x_name: str, y_name: str, title: str,
+            chart_id: str) -> str:
+    """Points (x, y, label) on a log-x plane, those of ``line`` (indices) joined in order and marked."""
+    import math
+
+    width, height, left, top, bottom = 520, 320, 70, 30, 50
+    plot_w, plot_h = width - left - 20, height - top - bottom
+    xs = [math.log(max(x, 1e-300)) for x, _, _ in points]
+    ys = [y for _, y, _ in points]
+    x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    y0, y1 = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + abs(y0) * 0.1 + 1e-12)
+
+    def at(i: int) -> tuple[float, float]:
+        return (left + (xs[i] - x0) / (x1 - x0) * plot_w, top + plot_h - (ys[i] - y0) / (y1 - y0) * plot_h)
+
+    parts = [f'<svg id="{chart_id}" class="chart scatter" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" role="img" aria-label="{escape(title)}">',
+             _text(left, 16, title, size=13, extra='font-weight="bold"'),
+             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
+             _text(left + plot_w / 2, height - 10, x_name + " (log scale)", anchor="middle", size=10),
+             _text(12, top + plot_h / 2, y_name, size=10, extra=f'transform="rotate(-90 12 {top + plot_h / 2:.0f})"'),
+             _text(left - 4, top + 4, f"{y1:.4g}", anchor="end", size=10),
+             _text(left - 4, top + plot_h, f"{y0:.4g}", anchor="end", size=10)]
+    if line:
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (at(i) for i in line))
+        parts.append(f'<polyline class="front" points="{path}" fill="none" stroke="{colour(2)}" stroke-width="1.5"/>')
+    on_line = set(line)
+    for i, (x, y, label) in enumerate(points):
+        px, py = at(i)
+        cls = "point front" if i in on_line else "point"
+        parts.append(f'<circle class="{cls}" cx="{px:.1f}" cy="{py:.1f}" r="{4 if i in on_line else 3}" '
+                     f'fill="{colour(2) if i in on_line else "#999"}" data-x="{x:.9g}" data-y="{y:.9g}">'
+                     f"<title>{escape(label)}: {y:.4g}, {x:,.0f}</title></circle>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 Cell = tuple[int, int]
 
 
