@@ -151,7 +151,7 @@ def part_levels(args) -> None:
     two_arch = load_arch(TWO_LEVEL)
     two = explore(net, two_arch, ["RF0.capacity=16B,32B", "RF1.capacity=64B..512B*2", "GBUF.capacity=128KiB,256KiB"],
                   jobs=args.jobs, store=args.store)
-    console.print(f"# kapla explore alexnet --batch 16 --arch {TWO_LEVEL.relative_to(Path.cwd()) if TWO_LEVEL.is_relative_to(Path.cwd()) else TWO_LEVEL} "
+    console.print("# kapla explore alexnet --batch 16 --arch examples/interstellar_two_level_rf.yaml "
                   "--vary RF0.capacity=16B,32B --vary RF1.capacity=64B..512B*2 --vary GBUF.capacity=128KiB,256KiB")
     b1 = one.rows[one.best]
     b2 = two.rows[two.best]
