@@ -72,3 +72,15 @@ def test_the_dataflows_command_prints_them_best_first(replication):
     assert energies == sorted(energies)
     assert ("+repl" in rows[0]) == (replication == "--replication")
     assert "3 of 3 dataflows scheduled" in result.output
+
+
+def test_dataflows_json_names_them_as_the_paper_and_the_plot_draws_them(tmp_path):
+    target, plot = tmp_path / "d.json", tmp_path / "d.png"
+    result = run("dataflows", "mlp_s", "--batch", "4", "--jobs", "1", "--json", str(target), "--plot", str(plot))
+    assert result.exit_code == 0, result.output
+    import json
+
+    data = json.loads(target.read_text())
+    assert data["labels"] == {"dataflow": ["C|K+repl", "C|N+repl", "K|N+repl"]}
+    assert [p["vary"]["dataflow"] for p in data["points"]] == ["C|K+repl", "C|N+repl", "K|N+repl"]
+    assert plot.read_bytes()[:4] == b"\x89PNG"

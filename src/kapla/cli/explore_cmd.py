@@ -12,8 +12,8 @@ from kapla.cli.common import check_output, check_plot_output, console, emit_json
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import parse_options
 from kapla.explore.executors import EXECUTORS
-from kapla.explore.explore import Exploration, explore, label, plot
-from kapla.explore.grid import parse_vary, show
+from kapla.explore.explore import Exploration, explore, label, plot, shown
+from kapla.explore.grid import parse_vary
 from kapla.explore.sweep import OK
 from kapla.model.objective import OBJECTIVES
 from kapla.workload.load import load_network
@@ -131,7 +131,7 @@ def _print(result: Exploration) -> None:
     best = result.rows[result.best] if result.best is not None else None
     front = set(result.pareto)
     for i, row in enumerate(result.rows):
-        cells = [show(row["vary"][f.name]) for f in result.fields]
+        cells = [shown(result, row, f.name) for f in result.fields]
         if row["status"] == OK:
             assert best is not None
             mark = " *" if i in front else ""

@@ -70,7 +70,7 @@ def unroll_field(arch: ArchSpec, values: list[str]) -> Field:
     where the spec gives one there, else the top-level ``pe_mapping``)."""
     pe = arch.levels[0]
     path = f"{pe.name}.unroll" if pe.unroll is not None else "pe_mapping"
-    return Field("dataflow", path, tuple(values))
+    return Field("dataflow", path, tuple(values), tuple(paper_name(v) for v in values))
 
 
 def dataflows(network: Network, arch: ArchSpec, *, replication: bool = True, solver: str = "kapla",

@@ -80,7 +80,7 @@ class Exploration:
             "network": self.network, "arch": self.arch, "batch": self.batch, "training": self.training,
             "solver": self.solver, "objective": self.objective,
             "fields": {f.name: [plain(v) for v in f.values] for f in self.fields},
-            "labels": {f.name: [show(v) for v in f.values] for f in self.fields},
+            "labels": {f.name: f.shown() for f in self.fields},
             "points": [point(r) for r in self.rows],
             "best": None if self.best is None else point(self.rows[self.best]),
             "pareto": list(self.pareto),
@@ -115,6 +115,12 @@ def label(row: dict[str, Any]) -> str:
     return ", ".join(f"{name}={show(value)}" for name, value in row["vary"].items())
 
 
+def shown(result: Exploration, row: dict[str, Any], name: str) -> str:
+    """A point's value of field ``name`` as the sweep's tables show it."""
+    field = next(f for f in result.fields if f.name == name)
+    return field.shown()[[plain(v) for v in field.values].index(plain(row["vary"][name]))]
+
+
 def plot(result: Exploration, path: str | Path) -> None:
     """The sweep drawn to a PNG or SVG file: energy against the field (one
     field) or as a heatmap (two), beside the Pareto front of energy against
@@ -126,4 +132,4 @@ def plot(result: Exploration, path: str | Path) -> None:
     sweep_plot(result.to_dict(), path)
 
 
-__all__ = ["Exploration", "explore", "label", "onchip_bytes", "pareto_front", "plot"]
+__all__ = ["Exploration", "explore", "label", "onchip_bytes", "pareto_front", "plot", "shown"]

@@ -52,6 +52,10 @@ class Field:
     name: str
     path: str
     values: tuple[Any, ...]
+    labels: tuple[str, ...] | None = None  # how tables and plots show the values (default: :func:`show`)
+
+    def shown(self) -> list[str]:
+        return list(self.labels) if self.labels is not None else [show(v) for v in self.values]
 
 
 def parse_vary(text: str, arch: ArchSpec) -> Field:

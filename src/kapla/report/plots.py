@@ -80,10 +80,15 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
     fields = list(doc["fields"])
     points = doc["points"]
     done = [p for p in points if p["status"] == "ok"]
-    panels = 2 if len(fields) <= 2 else 1
+    labels = doc.get("labels") or {f: [_show(v) for v in doc["fields"][f]] for f in fields}
+    if fields == ["dataflow"]:
+        _dataflow_plot(doc, labels["dataflow"], target, plt)
+        return
+    # every point with the same on-chip capacity (a sweep of anything but sizes): no front to draw
+    front_panel = len({p["onchip_bytes"] for p in done}) > 1
+    panels = (2 if len(fields) <= 2 else 1) if front_panel else 1
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.0), squeeze=False)
     title = f"{doc['network']} on {doc['arch']} variants (batch {doc['batch']})"
-    labels = doc.get("labels") or {f: [_show(v) for v in doc["fields"][f]] for f in fields}
     if len(fields) == 1:
         ax = axes[0][0]
         name = fields[0]
@@ -113,6 +118,9 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
         ax.set_xlabel(cols_name)
         ax.set_ylabel(rows_name)
         fig.colorbar(image, ax=ax, label="energy (mJ)")
+    if not front_panel:
+        _save(fig, plt, target, path, title)
+        return
     ax = axes[0][-1]
     front = [points[i] for i in doc["pareto"]]
     ax.scatter([p["onchip_bytes"] / 1024 for p in done], [p["energy_j"] * 1e3 for p in done], s=14,
@@ -123,6 +131,31 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
     ax.set_xlabel("on-chip capacity (KiB)")
     ax.set_ylabel("energy (mJ)")
     ax.legend(fontsize="small")
+    _save(fig, plt, target, path, title)
+
+
+def _dataflow_plot(doc: dict[str, Any], names: list[str], target: Path, plt: Any) -> None:
+    """Interstellar's Fig. 8/9 for one network: each dataflow's energy over the
+    best (bars, best first) and its PE utilisation (dots, right axis)."""
+    rows = [(name, p) for name, p in zip(names, doc["points"], strict=True) if p["status"] == "ok"]
+    rows.sort(key=lambda r: r[1]["energy_j"])
+    best = rows[0][1]["energy_j"] if rows else 1.0
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 + 0.38 * len(rows)), 4.0))
+    xs = range(len(rows))
+    ax.bar(xs, [p["energy_j"] / best for _, p in rows], color="C0", label="energy / best")
+    ax.set_ylim(0, max([p["energy_j"] / best for _, p in rows] + [1.0]) * 1.15)
+    ax.set_ylabel("energy / best")
+    ax.set_xticks(list(xs), [n for n, _ in rows], rotation=60, fontsize="small")
+    util = ax.twinx()
+    util.plot(list(xs), [p["utilisation"] * 100 for _, p in rows], "o", color="C3", label="PE utilisation")
+    util.set_ylim(0, 105)
+    util.set_ylabel("PE utilisation (%)")
+    handles = ax.get_legend_handles_labels()[0] + util.get_legend_handles_labels()[0]
+    ax.legend(handles, ["energy / best", "PE utilisation"], fontsize="small", loc="lower right")
+    _save(fig, plt, target, str(target), f"{doc['network']} on {doc['arch']}: dataflows (batch {doc['batch']})")
+
+
+def _save(fig: Any, plt: Any, target: Path, path: str | Path, title: str) -> None:
     fig.suptitle(title, fontsize="medium")
     fig.tight_layout()
     try:
