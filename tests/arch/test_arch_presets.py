@@ -10,8 +10,23 @@ PJ = 1e-12
 
 
 def test_list_presets():
-    assert list_presets() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
+    assert list_presets() == ["atomic", "atomic_yx", "edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
                               "multinode_nndataflow", "simba"]
+
+
+def test_atomic_is_the_papers_chip():
+    """Atomic Dataflow's Sec. V-A: 8x8 engines of 16x16 PEs, 128 KB per engine, 500 MHz, HBM 128 GB/s at
+    7 pJ/bit, NoC 0.61 pJ/bit/hop, the SRAM's 10.96 mW read power; KC- and YX-Partition engines."""
+    kc, yx = load_arch("atomic"), load_arch("atomic_yx")
+    assert kc.node_array == (8, 8) and kc.pe_array == (16, 16) and kc.num_pes == 16384
+    assert kc.capacity_bytes("GBUF") == 128 * 1024 and kc.clock_mhz == 500
+    assert kc.dram_bandwidth * kc.frequency_hz == pytest.approx(128e9)
+    assert kc.read_energy("DRAM", "ifm") == pytest.approx(7e-12 * 16)
+    assert kc.hop_energy == pytest.approx(0.61e-12 * 16)
+    assert kc.read_energy("GBUF", "ifm") == pytest.approx(10.96e-3 / 500e6 / (64 / 16))  # a 64-bit port access
+    assert kc.bus_width_words == 4
+    assert (kc.pe_unroll.text, yx.pe_unroll.text) == ("C|K", "Y|X")
+    assert kc.to_dict() | {"name": "", "pe_mapping": ""} == yx.to_dict() | {"name": "", "pe_mapping": ""}
 
 
 def test_multinode_structure():

@@ -51,6 +51,11 @@ def test_matches_rejects_a_wrong_figure():
 MACS = {
     "alexnet": (724e6, 0.01),
     "vgg16": (15.47e9, 0.01),
+    # He et al. 2016, Figure 3: "VGG-19 (19.6 billion FLOPs)", multiply-adds; 1% covers the rounding (19.632e9 here)
+    "vgg19": (19.6e9, 0.01),
+    # torchvision's Inception_V3_Weights "5.71 GFLOPS" (multiply-adds of CONV/FC at 299x299, without the
+    # auxiliary classifier, which only runs in training); 1% covers the rounding (5.713e9 here)
+    "inception_v3": (5.71e9, 0.01),
     # He et al. 2016, Table 1 ("FLOPs", counted as multiply-adds)
     "resnet18": (1.8e9, 0.02),
     "resnet34": (3.6e9, 0.02),
@@ -179,3 +184,107 @@ def test_transformers_count_every_op_class(name):
     products = [layer for layer in net if layer.op_class == "attention"]
     assert len(products) == 2 * sum(1 for layer in net if layer.name.endswith(".softmax"))
     assert all(not layer.has_weights and layer.macs > 0 for layer in products)
+
+
+# ------------------------------------------------- the Atomic Dataflow networks
+# (Atomic Dataflow, Table I: VGG-19, ResNet-50/-152, ResNet-1001, Inception-v3, NASNet, PNASNet, EfficientNet.)
+# kapla counts weights without biases and batch-norm scales/shifts (Layer.weight_elems), so published parameter
+# counts are compared after taking those out. EfficientNet-B0 is not in the zoo: kapla's element-wise layers
+# cannot multiply a CxHxW fmap by the Cx1x1 vector of squeeze-and-excitation (the ONNX importer refuses the
+# same Mul, test_onnx_import); NASNet-A and PNASNet-5 are left out.
+
+
+def weights(net):
+    return sum(layer.weight_elems for layer in net)
+
+
+def test_vgg19_matches_its_published_parameter_count():
+    net = get_network("vgg19", batch=1)
+    convs = [layer for layer in net if layer.op == Op.CONV]
+    fcs = [layer for layer in net if layer.op == Op.FC]
+    assert (len(convs), len(fcs)) == (16, 3)  # configuration E
+    assert all((layer.s, layer.r) == (3, 3) for layer in convs)
+    assert net["pool5"].ofmap.elems == net["fc6"].c * net["fc6"].h * net["fc6"].w == 512 * 7 * 7
+    # torchvision's vgg19: 143,667,240 parameters (Simonyan and Zisserman, Table 2: "144"M), exactly the
+    # weights plus one bias per output channel of each CONV and FC layer
+    biases = sum(layer.k for layer in convs + fcs)
+    assert weights(net) + biases == 143_667_240
+    # VGG-19 is VGG-16 with one more 3x3 convolution in each of stages 3-5 (at 56x56, 28x28 and 14x14)
+    extra = 9 * (256 * 256 * 56 * 56 + 512 * 512 * 28 * 28 + 512 * 512 * 14 * 14)
+    assert net.macs - get_network("vgg16", batch=1).macs == extra
+    assert [layer.name for layer in convs if layer.name.endswith("_4")] == ["conv3_4", "conv4_4", "conv5_4"]
+
+
+# Inception-v3 modules: CONV layers, pool layers and branches concatenated into the module's output
+INCEPTION_V3_MODULES = {
+    "5b": (7, 1, 4, 256), "5c": (7, 1, 4, 288), "5d": (7, 1, 4, 288),  # Inception-A (Figure 5)
+    "6a": (4, 1, 3, 768),  # grid reduction 35 -> 17
+    "6b": (10, 1, 4, 768), "6c": (10, 1, 4, 768), "6d": (10, 1, 4, 768), "6e": (10, 1, 4, 768),  # Figure 6
+    "7a": (6, 1, 3, 1280),  # grid reduction 17 -> 8
+    "7b": (9, 1, 6, 2048), "7c": (9, 1, 6, 2048),  # Figure 7: two branches end in a 1x3 and a 3x1 side by side
+}
+
+
+def test_inception_v3_modules_branches_and_concatenations():
+    net = get_network("inception_v3", batch=1)
+    tags = list(INCEPTION_V3_MODULES)
+    # what reads each module's output: the next module's branches, or the final pool
+    readers = {tag: f"mixed_{after}_" for tag, after in zip(tags, tags[1:], strict=False)} | {"7c": "pool"}
+    for tag, (convs, pools, branches, channels) in INCEPTION_V3_MODULES.items():
+        layers = [layer for layer in net if layer.name.startswith(f"mixed_{tag}_")]
+        assert sum(layer.op == Op.CONV for layer in layers) == convs, tag
+        assert sum(layer.op == Op.POOL for layer in layers) == pools, tag
+        reader = next(layer for layer in net if layer.name.startswith(readers[tag]))
+        concatenated = net.producers(reader.name)
+        assert len(concatenated) == branches and all(p.startswith(f"mixed_{tag}_") for p in concatenated), tag
+        assert reader.c == channels, tag
+    assert [net[f"mixed_{tag}_1x1"].h for tag in ("5b", "6b", "7b")] == [35, 17, 8]
+    # every pooling branch is there: an average pool and its 1x1 projection, or a reduction's max pool
+    assert net["mixed_5b_pool"].mode == "avg" and net.producers("mixed_5b_pool_proj") == ("mixed_5b_pool",)
+    assert net["mixed_7a_pool"].mode == "max" and "mixed_7a_pool" in net.producers("mixed_7b_1x1")
+    assert net["mixed_6b_7x7_2"].describe().startswith("conv 1x7/1")
+    assert net["mixed_7b_3x3_2b"].describe().startswith("conv 3x1/1")
+    assert sum(layer.op == Op.CONV for layer in net) == 94 and sum(layer.op == Op.FC for layer in net) == 1
+    assert not any("aux" in layer.name for layer in net)  # the auxiliary classifier is left out
+
+
+def test_inception_v3_matches_its_published_parameter_count():
+    net = get_network("inception_v3", batch=1)
+    # torchvision's inception_v3 has 27,161,264 parameters (Atomic Dataflow, Table I: "27M"), 3,326,696 of
+    # them in the auxiliary classifier (1x1 768->128 and 5x5 128->768 convolutions with batch norm, FC
+    # 768->1000 with bias). The rest is exactly the weights here plus a batch-norm scale and shift for every
+    # CONV output channel (torchvision's convolutions have no bias) and the FC's 1000 biases.
+    aux = 768 * 128 + 2 * 128 + 128 * 768 * 25 + 2 * 768 + 768 * 1000 + 1000
+    assert aux == 3_326_696
+    batch_norm = 2 * sum(layer.k for layer in net if layer.op == Op.CONV)
+    assert weights(net) + batch_norm + 1000 == 27_161_264 - aux  # 23,834,568
+    assert weights(net) == pytest.approx(23.8e6, rel=0.002)
+
+
+def test_resnet1001_is_the_preactivation_cifar_network():
+    net = get_network("resnet1001", batch=1)
+    assert net.inputs["data"].h == 32 and net["fc"].k == 10
+    blocks = [layer for layer in net if layer.op == Op.ELTWISE]
+    assert len(blocks) == 333 and all(layer.mode == "add" for layer in blocks)  # 9 x 111 + 2 = 1001
+    for stage, shape in ((2, "64x32x32"), (3, "128x16x16"), (4, "256x8x8")):
+        stage_blocks = [layer for layer in blocks if layer.name.startswith(f"conv{stage}_")]
+        assert len(stage_blocks) == 111 and {str(layer.ofmap) for layer in stage_blocks} == {shape}
+    projections = [layer.name for layer in net if layer.name.endswith("_br")]
+    assert projections == ["conv2_0_br", "conv3_0_br", "conv4_0_br"]  # only where the width changes
+    # 1001 weighted layers on the longest path: conv1, 3 per block, the FC
+    assert sum(layer.has_weights for layer in net) - len(projections) == 1001
+
+
+def test_resnet1001_matches_its_published_size_and_counted_work():
+    net = get_network("resnet1001", batch=1)
+    # He et al. 2016 ("Identity Mappings"), Tables 3 and 4: 10.2M parameters. That figure leaves out batch
+    # norm (its 2 x 74,608 scales and shifts would make 10.33M), so it is conv + FC weights, rounded to 0.1M:
+    # 0.5% covers the rounding (10,178,480 here).
+    assert weights(net) == pytest.approx(10.2e6, rel=0.005)
+    # They publish no operation count; this is its arithmetic. Every block but the first of a stage does
+    # 17 w^2 MACs per output position (1x1 4w->w, 3x3 w->w, 1x1 w->4w), and width x fmap side is 16 x 32 in
+    # every stage, so each of those 330 blocks does 17 x 512^2 MACs. First blocks (with projection), conv1, FC:
+    first = ((16 * 16 + 9 * 16 * 16 + 16 * 64 + 16 * 64) * 32 * 32
+             + (64 * 32 + 9 * 32 * 32 + 32 * 128 + 64 * 128) * 16 * 16
+             + (128 * 64 + 9 * 64 * 64 + 64 * 256 + 128 * 256) * 8 * 8)
+    assert net.macs == 330 * 17 * 512**2 + first + 3 * 16 * 9 * 32 * 32 + 256 * 10 == 1_487_849_984

@@ -31,9 +31,9 @@ def stats_cmd(net: str, batch: int | None, seq: int | None,
               training: bool, word_bits: int, json_out: str | None) -> None:
     """Print per-layer MACs and tensor sizes of NET and its totals.
 
-    NET is a zoo name (alexnet, vgg16, googlenet, resnet50, resnet152,
-    mobilenet, mlp_s/m/l, lstm_m/l), a network file (.yaml/.json) or an ONNX
-    model (.onnx).
+    NET is a zoo name (alexnet, vgg16, vgg19, googlenet, inception_v3,
+    resnet18/34/50/101/152, resnet1001, mobilenet, mlp_s/m/l, lstm_m/l, the
+    transformers), a network file (.yaml/.json) or an ONNX model (.onnx).
     """
     network = load_network(net, batch=batch, training=training, seq=seq)
     st = network_stats(network, word_bits)

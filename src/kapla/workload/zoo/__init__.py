@@ -1,4 +1,4 @@
-"""The model zoo: the networks of the KAPLA and TANGRAM evaluations, and transformers.
+"""The model zoo: the networks of the KAPLA, TANGRAM and Atomic Dataflow evaluations, and transformers.
 
 ``get_network(name, batch)`` builds one by name; ``ZOO`` lists them. Names are
 case-insensitive and ignore dashes and underscores (``MLP-L`` and
@@ -14,22 +14,27 @@ from kapla.errors import NetworkError
 from kapla.workload.network import Network
 from kapla.workload.zoo.alexnet import alexnet
 from kapla.workload.zoo.googlenet import googlenet
+from kapla.workload.zoo.inception_v3 import inception_v3
 from kapla.workload.zoo.lstm import lstm_l, lstm_m
 from kapla.workload.zoo.mlp import mlp
 from kapla.workload.zoo.mobilenet import mobilenet
+from kapla.workload.zoo.preact_resnet import resnet1001
 from kapla.workload.zoo.resnet import resnet18, resnet34, resnet50, resnet101, resnet152
 from kapla.workload.zoo.transformers import bert_base, gpt2, gpt2_decode, llama3_8b, llama3_8b_decode, vit_b16
-from kapla.workload.zoo.vgg import vgg16
+from kapla.workload.zoo.vgg import vgg16, vgg19
 
 ZOO: dict[str, Callable[[int], Network]] = {
     "alexnet": alexnet,
     "vgg16": vgg16,
+    "vgg19": vgg19,
     "googlenet": googlenet,
+    "inception_v3": inception_v3,
     "resnet18": resnet18,
     "resnet34": resnet34,
     "resnet50": resnet50,
     "resnet101": resnet101,
     "resnet152": resnet152,
+    "resnet1001": resnet1001,  # pre-activation, CIFAR-10 (32x32)
     "mobilenet": mobilenet,
     "mlp_s": partial(mlp, "mlp_s"),
     "mlp_m": partial(mlp, "mlp_m"),
