@@ -45,6 +45,14 @@ def test_a_written_back_output_is_read_from_dram():
     assert evicted.rounds[0].dram_written == 16 and evicted.reuse_ratio == 0 and kept.reuse_ratio == 1
 
 
+def test_weights_are_kept_only_from_the_round_before_on_the_same_engine():
+    atoms = [Atom(f"w{i}", "L", 10, 1.0, 10, out_words=1, weight_words=40, weight_block="L:0") for i in range(3)]
+    again = evaluate(atoms, [Round((("w0", 0),)), Round((("w1", 0),)), Round((("w2", 1),))], CHIP)
+    assert [r.dram_read for r in again.rounds] == [40, 0, 40]  # same engine next round: kept; another: fetched
+    idle = evaluate(atoms, [Round((("w0", 0),)), Round((("w1", 1),)), Round((("w2", 0),))], CHIP)
+    assert [r.dram_read for r in idle.rounds] == [40, 40, 40]  # a round in between: fetched again
+
+
 @pytest.mark.parametrize("rounds, message", [
     ([Round((("b", 0),)), Round((("a", 1),))], "round 0: atom b runs before a, which it reads"),
     ([Round((("a", 0), ("b", 0)))], "round 0: an engine runs two atoms"),

@@ -8,7 +8,9 @@ round ends when its slowest engine is done. Before an atom computes, all it
 reads has arrived (transfers block): a producer's output from the buffer of
 the engine that made it, over the NoC (X-Y routed on the engine mesh: as
 many hops as the Manhattan distance, one cycle per hop), or from DRAM if the
-schedule wrote it back; its weights and the network's inputs from DRAM.
+schedule wrote it back; its weights and the network's inputs from DRAM,
+but an engine that ran an atom with the same block of weights
+(``weight_block``) in the round before still holds them, and reads none.
 An atom's output stays in its engine's buffer from its round on, until the
 schedule writes it back to DRAM (``evict``, after a round) or its last
 reader has run; an output no atom reads (the network's) is written back
@@ -57,6 +59,7 @@ class Atom:
     weight_words: int = 0  # read from DRAM
     inputs: tuple[Input, ...] = ()
     work_words: int = 0  # buffer words it needs while it runs (its blocks of inputs, weights and output)
+    weight_block: str | None = None  # atoms with the same block of weights (None: its own)
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -239,16 +242,19 @@ def evaluate(atoms: Sequence[Atom], rounds: Sequence[Round], chip: Chip) -> Time
     where = {name: e for rnd in rounds for name, e in rnd.runs}
     last = _last_reads(by_name, ran)
     written: set[str] = set()
+    holds: dict[int, tuple[str | None, int]] = {}  # the block of weights each engine ran with, and when
     costs = []
     on_chip = reads = 0
     energy = {"engines": 0.0, "NoC": 0.0, "DRAM": 0.0, "static": 0.0}
-    for rnd in rounds:
+    for r, rnd in enumerate(rounds):
         dram_read = noc_words = word_hops = 0
         noc_cycles: dict[int, int] = {}
         for name, engine in rnd.runs:
             atom = by_name[name]
             energy["engines"] += atom.energy_j
-            dram_read += atom.weight_words
+            if atom.weight_block is None or holds.get(engine) != (atom.weight_block, r - 1):
+                dram_read += atom.weight_words
+            holds[engine] = (atom.weight_block, r)
             cycles = 0
             for producer, words in atom.inputs:
                 reads += words

@@ -1,0 +1,315 @@
+"""Atoms: each layer cut into sub-tensors that fit one engine (Atomic Dataflow, Sec. IV-A).
+
+An atom of a layer is one sample's block of ``k`` output channels by ``rows``
+output rows (all columns, and all the input channels it reads: no atom
+leaves partial sums for another to finish). Its size follows the engine's
+dataflow, as the paper's atoms are multiples of the PE array in the
+unrolled dimensions: under KC-Partition (``C|K``) ``k`` is a multiple of the
+array's columns, under YX-Partition (``Y|X``) ``rows`` a multiple of its rows;
+and its data (the input rows it reads, its weights, its output) take at most
+half an engine's buffer, the other half keeping outputs for later atoms.
+
+Which size, per layer: Algorithm 1, simulated annealing over one *unified*
+number of cycles that every atom should take; each layer takes the size
+whose estimated cycles come closest to it, and the annealing minimises the
+variance (of the logarithm) of the atoms' cycles over the layers, so atoms
+that run side by side in a round take about as long.
+
+The dependencies: an atom reads, from each atom of a producer layer of the
+same sample, the rows and channels of that atom's output its own input
+window covers (a convolution's halo included, a concatenation's channel
+offsets followed, an FC layer reading all of them). Where no atom reading all
+of a layer's input channels fits, a block's atoms each read a share of them
+and leave a partial sum; they run independently, and the last adds up the
+others' (the block's output is that atom's).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kapla.arch.spec import ArchSpec
+from kapla.errors import KaplaError
+from kapla.workload.layer import Layer, Merge, Op
+from kapla.workload.network import Network
+
+#: Layer kinds cut into atoms (the paper's workloads: CNNs).
+SUPPORTED = (Op.CONV, Op.FC, Op.POOL, Op.ELTWISE)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A layer's atoms: ``k`` output channels by ``rows`` output rows (per sample),
+    reading ``c`` input channels (0: all; fewer only where no atom reading all fits)."""
+
+    k: int
+    rows: int
+    c: int = 0
+
+
+@dataclass(frozen=True)
+class AtomSpec:
+    """One atom before it is costed: which layer, sample and block of its output."""
+
+    layer: str
+    sample: int
+    k: tuple[int, int]  # output channels [lo, hi)
+    rows: tuple[int, int]  # output rows [lo, hi)
+    c: tuple[int, int] | None = None  # input channels [lo, hi) of a partial sum (None: all it reads)
+
+    @property
+    def name(self) -> str:
+        part = f":c{self.c[0]}" if self.c is not None else ""
+        return f"{self.layer}#{self.sample}:{self.k[0]}:{self.rows[0]}{part}"
+
+    c_total: int = 0  # the layer's input channels (for a partial sum)
+
+    @property
+    def final(self) -> bool:
+        """It leaves the finished output of its block (not a partial sum another atom adds to)."""
+        return self.c is None or self.c[1] >= self.c_total
+
+
+def _words(layer: Layer, k: int, rows: int, c: int = 0) -> tuple[int, int, int]:
+    """Input, weight and output words of an atom of ``k`` channels by ``rows`` rows
+    (reading ``c`` input channels, 0: all; a partial sum also reads the one before it)."""
+    in_rows = min(layer.h, (rows - 1) * layer.stride[0] + (layer.s - 1) * layer.dilation[0] + 1)
+    lo, hi = input_channels(layer, (0, k))
+    share = c / layer.c if c else 1.0
+    inputs = round((hi - lo) * share) * in_rows * layer.w * max(layer.n_inputs, 1)
+    weights = round(layer.weight_elems * k / layer.k * share) if layer.weight_elems else 0
+    out = k * rows * layer.xo
+    return inputs + (out if c else 0), weights, out
+
+
+def atom_words(layer: Layer, tiling: Tiling) -> int:
+    return sum(_words(layer, tiling.k, tiling.rows, tiling.c))
+
+
+def _steps(total: int, unit: int) -> list[int]:
+    """Block sizes along a dimension of ``total``: the multiples of ``unit`` below it, and ``total``."""
+    if unit <= 1:
+        sizes = {1, total}
+        size = 2
+        while size < total:
+            sizes.add(size)
+            size *= 2
+        return sorted(sizes)
+    return sorted({m * unit for m in range(1, math.ceil(total / unit))} | {total})
+
+
+def tilings(layer: Layer, arch: ArchSpec, dataflow: str) -> list[Tiling]:
+    """Every atom size of ``layer`` the engine's dataflow allows whose data take at
+    most half a buffer (the smallest one if none does)."""
+    rows_pe, cols_pe = arch.pe_array
+    kc = dataflow.startswith("C|K")
+    k_unit = max(cols_pe, layer.k // layer.groups) if kc and layer.groups > 1 else (cols_pe if kc else 1)
+    ks = _steps(layer.k, min(k_unit, layer.k))
+    rs = _steps(layer.yo, 1 if kc else min(rows_pe, layer.yo))
+    half = (arch.capacity_words(arch.node_level.name) or 0) // 2 if arch.node_level is not None else 0
+    every = [Tiling(k, r) for k in ks for r in rs]
+    fit = [t for t in every if half <= 0 or atom_words(layer, t) <= half]
+    if fit or layer.op not in (Op.CONV, Op.FC) or layer.groups > 1:
+        return fit or [min(every, key=lambda t: (atom_words(layer, t), -t.k))]
+    # no atom reading every input channel fits: partial sums over blocks of them
+    unit = rows_pe if kc and layer.c > rows_pe else 1
+    cs = [c for c in _steps(layer.c, unit) if c < layer.c]
+    split = [Tiling(k, r, c) for k in ks for r in rs for c in cs]
+    fit = [t for t in split if atom_words(layer, t) <= half]
+    return fit or [min(split or every, key=lambda t: (atom_words(layer, t), -t.k))]
+
+
+def estimate_cycles(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> float:
+    """An atom's compute cycles on one engine with every PE it can use busy (the annealing's estimate)."""
+    rows_pe, cols_pe = arch.pe_array
+    ops = layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
+    if layer.op not in (Op.CONV, Op.FC):
+        return ops / (rows_pe * cols_pe)
+    if dataflow.startswith("C|K"):
+        cg = tiling.c or layer.c // layer.groups
+        kg = min(tiling.k, max(layer.k // layer.groups, 1))
+        used = (cg / (math.ceil(cg / rows_pe) * rows_pe)) * (kg / (math.ceil(kg / cols_pe) * cols_pe))
+    else:
+        used = (tiling.rows / (math.ceil(tiling.rows / rows_pe) * rows_pe)) * (
+            layer.xo / (math.ceil(layer.xo / cols_pe) * cols_pe))
+    return ops / (rows_pe * cols_pe * used)
+
+
+def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0, steps: int = 400
+           ) -> tuple[dict[str, Tiling], float]:
+    """Algorithm 1: each layer's atom size, and the variance of the logarithm of
+    the atoms' estimated cycles it reaches (seeded: the same for the same inputs)."""
+    options = {layer.name: [(math.log(max(estimate_cycles(layer, t, arch, dataflow), 1.0)), t)
+                            for t in tilings(layer, arch, dataflow)] for layer in layers}
+
+    def choose(target: float) -> dict[str, tuple[float, Tiling]]:
+        return {name: min(opts, key=lambda o: (abs(o[0] - target), -o[1].k, -o[1].rows))
+                for name, opts in options.items()}
+
+    def variance(chosen: dict[str, tuple[float, Tiling]]) -> float:
+        logs = [c for c, _ in chosen.values()]
+        mean = sum(logs) / len(logs)
+        return sum((v - mean) ** 2 for v in logs) / len(logs)
+
+    if not layers:
+        return {}, 0.0
+    rng = random.Random(seed)
+    lows = [min(c for c, _ in opts) for opts in options.values()]
+    highs = [max(c for c, _ in opts) for opts in options.values()]
+    lo, hi = min(lows), max(highs)
+    # atoms no smaller than a layer spread evenly over the engines, on (geometric) average: smaller
+    # ones would balance the rounds no better and multiply the atoms to schedule and move
+    engines = arch.num_nodes
+    even = sum(math.log(max(estimate_cycles(layer, Tiling(layer.k, layer.yo), arch, dataflow) / engines, 1.0))
+               for layer in layers) / len(layers)
+    lo = min(max(lo, even), hi)
+    state = (max(lows) + min(highs)) / 2 if max(lows) <= min(highs) else (lo + hi) / 2
+    energy = variance(choose(state))
+    best, best_energy = state, energy
+    temperature = max(energy, 1e-3)
+    for _ in range(steps):
+        candidate = min(hi, max(lo, state + rng.gauss(0.0, (hi - lo) / 8 + 1e-9)))
+        e = variance(choose(candidate))
+        if e <= energy or rng.random() < math.exp(-(e - energy) / max(temperature, 1e-12)):
+            state, energy = candidate, e
+            if e < best_energy or (e == best_energy and candidate > best):
+                best, best_energy = candidate, e
+        temperature *= 0.99
+    return {name: t for name, (_, t) in choose(best).items()}, best_energy
+
+
+def atoms_of(net: Network, sizes: dict[str, Tiling]) -> list[AtomSpec]:
+    """Every atom of every layer, sample by sample, in the network's layer order."""
+    out = []
+    for sample in range(net.batch):
+        for layer in net:
+            t = sizes[layer.name]
+            # row blocks outermost: a layer's first rows are whole first, so its consumers can start;
+            # a block's partial sums side by side, the last one adding up the others
+            for r0 in range(0, layer.yo, t.rows):
+                for k0 in range(0, layer.k, t.k):
+                    k, rows = (k0, min(layer.k, k0 + t.k)), (r0, min(layer.yo, r0 + t.rows))
+                    if not t.c:
+                        out.append(AtomSpec(layer.name, sample, k, rows))
+                        continue
+                    for c0 in range(0, layer.c, t.c):
+                        out.append(AtomSpec(layer.name, sample, k, rows, (c0, min(layer.c, c0 + t.c)), layer.c))
+    return out
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def input_window(layer: Layer, rows: tuple[int, int]) -> tuple[int, int]:
+    """The input rows an atom's output rows read (its halo included, padding excluded)."""
+    if layer.op == Op.FC or layer.yo == 1 and layer.h > 1:
+        return (0, layer.h)
+    top = layer.pad[0]
+    lo = rows[0] * layer.stride[0] - top
+    hi = (rows[1] - 1) * layer.stride[0] - top + (layer.s - 1) * layer.dilation[0] + 1
+    return (max(lo, 0), min(hi, layer.h))
+
+
+def input_channels(layer: Layer, k: tuple[int, int]) -> tuple[int, int]:
+    """The input channels an atom's output channels read (its own, a group's, or all)."""
+    if layer.op in (Op.POOL, Op.ELTWISE):
+        return k
+    if layer.groups == 1 or layer.op == Op.FC:
+        return (0, layer.c)
+    per_k, per_c = layer.k // layer.groups, layer.c // layer.groups
+    return (k[0] // per_k * per_c, math.ceil(k[1] / per_k) * per_c)
+
+
+def _blocks(span: tuple[int, int], size: int, total: int) -> range:
+    """The starts of the blocks of ``size`` (over ``[0, total)``) that ``span`` overlaps."""
+    if span[1] <= span[0]:
+        return range(0)
+    return range(span[0] // size * size, min(span[1], total), size)
+
+
+def reads(net: Network, atoms: Iterable[AtomSpec], sizes: dict[str, Tiling]
+          ) -> dict[str, list[tuple[str | None, int]]]:
+    """What each atom reads: (producer atom of the same sample, or None for a network input, words)."""
+    out: dict[str, list[tuple[str | None, int]]] = {}
+    plans: dict[tuple[str, int, int, int], list[tuple[str | None, int, int, int]]] = {}
+    for a in atoms:
+        key = (a.layer, a.k[0], a.rows[0], a.c[0] if a.c else -1)
+        if key not in plans:  # the same for every sample
+            plans[key] = _plan(net, sizes, a)
+        got: list[tuple[str | None, int]] = [
+            (None, words) if src is None else (_final_name(src, a.sample, k0, r0, sizes, net), words)
+            for src, k0, r0, words in plans[key]]
+        if a.c is not None and a.final:  # the block's last partial sum adds up the others
+            part = (a.k[1] - a.k[0]) * (a.rows[1] - a.rows[0]) * net[a.layer].xo
+            for c0 in range(0, a.c[0], sizes[a.layer].c):
+                other = AtomSpec(a.layer, a.sample, a.k, a.rows, (c0, c0 + sizes[a.layer].c), a.c_total)
+                got.append((other.name, part))
+        out[a.name] = got
+    return out
+
+
+def _final_name(layer: str, sample: int, k0: int, r0: int, sizes: dict[str, Tiling], net: Network) -> str:
+    """The atom that leaves a producer block's finished output (its last partial sum, if it has them)."""
+    t = sizes[layer]
+    if not t.c:
+        return f"{layer}#{sample}:{k0}:{r0}"
+    c_total = net[layer].c
+    return f"{layer}#{sample}:{k0}:{r0}:c{(c_total - 1) // t.c * t.c}"
+
+
+def _plan(net: Network, sizes: dict[str, Tiling], a: AtomSpec) -> list[tuple[str | None, int, int, int]]:
+    """What atom ``a`` reads, as (producer layer or None, its atom's first channel and row, words)."""
+    layer = net[a.layer]
+    each = bool(layer.ports) and layer.ports[0].merge == Merge.EACH
+    rows, chans = input_window(layer, a.rows), input_channels(layer, a.k)
+    if a.c is not None:  # a partial sum reads its block of input channels
+        chans = (max(chans[0], a.c[0]), min(chans[1], a.c[1]))
+    got: list[tuple[str | None, int, int, int]] = []
+    offset = 0
+    for e in net.in_edges(a.layer):
+        shape = net.output_shape(e.src)
+        assert shape is not None
+        lo, hi = e.channels if e.channels is not None else (0, shape.c)
+        # an FC layer reads its producers flattened: each channel is h x w of its input features
+        per = shape.h * shape.w if layer.op == Op.FC and layer.h * layer.w == 1 else 1
+        width = (hi - lo) * per
+        # the producer's channels [lo, hi) are the layer's [offset, offset + width) (every
+        # operand of an element-wise layer delivers all of them: offset 0)
+        span = (0, width) if each else (offset, offset + width)
+        if not each:
+            offset += width
+        need = _overlap(chans, span)
+        if need <= 0:
+            continue
+        first = max(chans[0], span[0]) - span[0]
+        wanted = (lo + first // per, lo + -(-(first + need) // per))
+        prow = rows if shape.h == layer.h and per == 1 else (0, shape.h)
+        if e.src in net.inputs:
+            got.append((None, 0, 0, need * _overlap(prow, (0, shape.h)) * shape.w))
+            continue
+        t = sizes[e.src]
+        for r0 in _blocks(prow, t.rows, shape.h):
+            for k0 in _blocks(wanted, t.k, shape.c):
+                words = (_overlap(wanted, (k0, min(shape.c, k0 + t.k)))
+                         * _overlap(prow, (r0, min(shape.h, r0 + t.rows))) * shape.w)
+                if words:
+                    got.append((e.src, k0, r0, words))
+    return got
+
+
+def check_supported(net: Network) -> None:
+    """The atomic scheduler cuts CNN layers (inference): one error naming what it cannot."""
+    if net.training:
+        raise KaplaError("the atomic scheduler schedules inference only (Atomic Dataflow); drop --training")
+    for layer in net:
+        if layer.op not in SUPPORTED:
+            raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({layer.op.value}) into "
+                             f"atoms: it cuts {', '.join(o.value for o in SUPPORTED)} layers")
+
+
+__all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "atom_words", "atoms_of", "check_supported",
+           "estimate_cycles", "input_channels", "input_window", "reads", "tilings"]

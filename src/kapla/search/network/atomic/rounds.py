@@ -1,0 +1,279 @@
+"""Which atoms run in which round, on which engine, and what is written back
+(Atomic Dataflow, Sec. IV-B to IV-D: Algorithms 2 and 3, the snake mapping).
+
+**Rounds (Algorithm 2).** A dynamic program over rounds: a state is what has
+run (per layer and sample, how many of its atoms, taken in their order) and
+the cycles it took; from a state, each of a few ways to fill the next round
+with ready atoms (those whose inputs have all run) gives a next state. The
+fills follow the paper's four priorities, most urgent first: (1) atoms of the
+layers the last round ran, (2) of other layers at the same depth, (3) of
+layers of the same sample whose inputs are done, (4) of the next samples;
+one fill takes them in that order by depth, one by the cycles of the last
+round's atoms (balancing the round), one by the work left behind each layer
+(the critical path first). States with the same atoms run are merged (the
+cheaper kept) and only the ``beam`` cheapest by cycles so far plus a bound on
+the rest (the work left over every engine) go on: the pruning that lets it
+finish on networks of hundreds of thousands of atoms.
+
+**Mapping.** Engines are taken in snake order over the mesh (row by row,
+every other row reversed), so consecutive engines are neighbours; a round's
+atoms go to consecutive engines layer by layer, in the order of the layers
+(and from the start on the snake) that costs least: the word-hops from the
+engines holding their inputs, and the weights an engine must fetch again
+because its last atom had other weights.
+
+**Buffering (Algorithm 3).** An engine keeps the outputs it made until their
+last reader has run. Where what it keeps and the atom it runs next would not
+fit its buffer, the kept output used furthest in the future is written back
+to DRAM after the round before (its readers then read it from there).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kapla.model.rounds import Atom, Chip, Round
+
+#: Ways to fill a round (see the module).
+FILLS = ("depth", "balance", "critical")
+
+
+@dataclass
+class _State:
+    ptr: np.ndarray  # per group, the index of its next atom
+    pending: np.ndarray  # per atom, producers not yet run
+    cycles: float
+    last: frozenset[int]  # layers the last round ran
+    path: tuple[tuple[int, ...], ...]  # atoms per round
+    work: float = 0.0  # cycles of the atoms run so far, all engines
+    count: int = 0  # atoms run so far
+
+
+class RoundPlanner:
+    """Algorithm 2 over ``atoms`` (grouped by layer and sample, each group's atoms
+    in the order they are taken): ``layer_of``/``sample_of``/``depth`` per group."""
+
+    def __init__(self, atoms: Sequence[Atom], groups: Sequence[tuple[int, int]], group_layer: Sequence[int],
+                 group_sample: Sequence[int], layer_depth: Sequence[int], engines: int, beam: int = 4) -> None:
+        self.atoms = atoms
+        self.engines = engines
+        self.beam = beam
+        index = {a.name: i for i, a in enumerate(atoms)}
+        self.start = np.array([s for s, _ in groups], dtype=np.int64)
+        self.end = np.array([e for _, e in groups], dtype=np.int64)
+        self.group_layer = np.asarray(group_layer, dtype=np.int64)
+        self.group_sample = np.asarray(group_sample, dtype=np.int64)
+        self.depth = np.asarray(layer_depth, dtype=np.int64)[self.group_layer]
+        self.group_of = np.empty(len(atoms), dtype=np.int64)
+        for g, (s, e) in enumerate(groups):
+            self.group_of[s:e] = g
+        self.cycles = np.array([a.cycles for a in atoms], dtype=np.float64)
+        producers = [sorted({index[p] for p in a.reads}) for a in atoms]
+        self.pending0 = np.array([len(p) for p in producers], dtype=np.int64)
+        consumers: list[list[int]] = [[] for _ in atoms]
+        for i, ps in enumerate(producers):
+            for p in ps:
+                consumers[p].append(i)
+        self.cons_ptr = np.zeros(len(atoms) + 1, dtype=np.int64)
+        self.cons_ptr[1:] = np.cumsum([len(c) for c in consumers])
+        self.cons_idx = np.array([c for cs in consumers for c in cs], dtype=np.int64)
+        # the work behind each group: its own and that of the layers after it (critical path, per sample)
+        work = np.zeros(len(groups))
+        for g, (s, e) in enumerate(groups):
+            work[g] = self.cycles[s:e].sum()
+        self.work_left = work
+        self.total = float(self.cycles.sum())
+
+    def _ready_groups(self, st: _State) -> np.ndarray:
+        live = st.ptr < self.end
+        heads = np.where(live, st.ptr, 0)
+        return np.flatnonzero(live & (st.pending[heads] == 0))
+
+    def _take(self, st: _State, order: Sequence[int]) -> list[int]:
+        """Up to one atom per engine from the groups in ``order``, each group's ready atoms in its order."""
+        chosen: list[int] = []
+        for g in order:
+            i, end = int(st.ptr[g]), int(self.end[g])
+            while i < end and st.pending[i] == 0 and len(chosen) < self.engines:
+                chosen.append(i)
+                i += 1
+            if len(chosen) == self.engines:
+                break
+        return chosen
+
+    def _fills(self, st: _State) -> list[list[int]]:
+        ready = self._ready_groups(st)
+        if len(ready) == 0:
+            return []
+        layers = self.group_layer[ready]
+        in_last = np.isin(layers, list(st.last)) if st.last else np.zeros(len(ready), dtype=bool)
+        depths_last = set(self.depth[ready[in_last]].tolist())
+        same_depth = np.isin(self.depth[ready], list(depths_last)) & ~in_last
+        low_sample = int(self.group_sample[ready].min())
+        same_sample = (self.group_sample[ready] == low_sample) & ~in_last & ~same_depth
+        priority = np.where(in_last, 0, np.where(same_depth, 1, np.where(same_sample, 2, 3)))
+        heads = st.ptr[ready]
+        last_cycles = float(np.mean(self.cycles[list(st.path[-1])])) if st.path else float(
+            np.median(self.cycles[heads]))
+        keys = {
+            "depth": np.lexsort((ready, self.depth[ready], self.group_sample[ready], priority)),
+            "balance": np.lexsort((ready, np.abs(np.log(self.cycles[heads] + 1) - np.log(last_cycles + 1)),
+                                   priority)),
+            "critical": np.lexsort((ready, -self.work_left[ready], self.group_sample[ready], priority)),
+        }
+        fills = []
+        seen = set()
+        for name in FILLS:
+            chosen = self._take(st, ready[keys[name]].tolist())
+            key = tuple(sorted(chosen))
+            if chosen and key not in seen:
+                seen.add(key)
+                fills.append(chosen)
+        return fills
+
+    def _step(self, st: _State, chosen: list[int]) -> _State:
+        ptr, pending = st.ptr.copy(), st.pending.copy()
+        for i in chosen:
+            g = self.group_of[i]
+            ptr[g] = max(ptr[g], i + 1)
+            c = self.cons_idx[self.cons_ptr[i]:self.cons_ptr[i + 1]]
+            np.subtract.at(pending, c, 1)
+        # a group's pointer skips atoms a round took beyond its head
+        took = self.cycles[chosen]
+        return _State(ptr, pending, st.cycles + float(took.max()),
+                      frozenset(self.group_layer[self.group_of[chosen]].tolist()), st.path + (tuple(chosen),),
+                      st.work + float(took.sum()), st.count + len(chosen))
+
+    def plan(self, progress: Callable[[int, int], None] | None = None) -> list[tuple[int, ...]]:
+        """The rounds (atom indices each), the cheapest the pruned program finds."""
+        states = [_State(self.start.copy(), self.pending0.copy(), 0.0, frozenset(), ())]
+        total = len(self.atoms)
+        while True:
+            finished = [s for s in states if bool(np.all(s.ptr >= self.end))]
+            if finished:
+                return list(min(finished, key=lambda s: s.cycles).path)
+            merged: dict[bytes, _State] = {}
+            for st in states:
+                for chosen in self._fills(st):
+                    nxt = self._step(st, chosen)
+                    key = nxt.ptr.tobytes()
+                    if key not in merged or nxt.cycles < merged[key].cycles:
+                        merged[key] = nxt
+            if not merged:
+                raise RuntimeError("no atom is ready, yet some have not run: the atoms' dependencies loop")
+            # cycles so far and a bound on the rest: the work left spread over every engine
+            states = heapq.nsmallest(self.beam, merged.values(),
+                                     key=lambda s: (s.cycles + (self.total - s.work) / self.engines, -s.count))
+            if progress is not None:
+                progress(max(s.count for s in states), total)
+
+
+def snake(mesh: tuple[int, int]) -> list[int]:
+    """The engines in snake order: row by row, every other row reversed."""
+    rows, cols = mesh
+    order = []
+    for r in range(rows):
+        line = [r * cols + c for c in range(cols)]
+        order += line if r % 2 == 0 else line[::-1]
+    return order
+
+
+def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequence[int], chip: Chip,
+          orders: int = 24) -> list[list[tuple[int, int]]]:
+    """Each round's atoms on engines (see the module): (atom index, engine)."""
+    path = snake(chip.mesh)
+    index = {a.name: i for i, a in enumerate(atoms)}
+    where: dict[int, int] = {}
+    holds: dict[int, str | None] = {}  # the weights each engine ran with in the round before
+    out = []
+    n = len(path)
+    for chosen in rounds:
+        by_layer: dict[int, list[int]] = {}
+        for i in chosen:
+            by_layer.setdefault(layer_of[i], []).append(i)
+        layers = list(by_layer)
+        perms = itertools.islice(itertools.permutations(layers), orders) if len(layers) > 1 else [tuple(layers)]
+        best: tuple[float, list[tuple[int, int]]] | None = None
+        for perm in perms:
+            seq = [i for layer in perm for i in by_layer[layer]]
+            for offset in range(0, n, max(n // 4, 1)):
+                assign = _assign(seq, atoms, path, offset, holds)
+                cost = 0.0
+                for i, engine in assign:
+                    for p, words in atoms[i].inputs:
+                        if p is not None:
+                            cost += words * chip.hops(where[index[p]], engine) * chip.hop_j
+                    if atoms[i].weight_block is None or holds.get(engine) != atoms[i].weight_block:
+                        cost += atoms[i].weight_words * chip.dram_j
+                if best is None or cost < best[0]:
+                    best = (cost, assign)
+        assert best is not None
+        holds = {}
+        for i, engine in best[1]:
+            where[i] = engine
+            holds[engine] = atoms[i].weight_block
+        out.append(best[1])
+    return out
+
+
+def _next_use(rounds: Sequence[int], now: int) -> int:
+    later = [u for u in rounds if u >= now]
+    return min(later) if later else 10 ** 9
+
+
+def _assign(seq: Sequence[int], atoms: Sequence[Atom], path: Sequence[int], offset: int,
+            holds: dict[int, str | None]) -> list[tuple[int, int]]:
+    """Atoms ``seq`` on engines: each on a free engine that holds its weights if there
+    is one, the others on the free engines in snake order from ``offset``."""
+    free = [path[(offset + k) % len(path)] for k in range(len(path))]
+    holders: dict[str | None, list[int]] = {}
+    for engine in free:
+        holders.setdefault(holds.get(engine), []).append(engine)
+    taken: set[int] = set()
+    placed: dict[int, int] = {}
+    for i in seq:
+        block = atoms[i].weight_block
+        for engine in holders.get(block, []) if block is not None else []:
+            if engine not in taken:
+                placed[i] = engine
+                taken.add(engine)
+                break
+    rest = iter(e for e in free if e not in taken)
+    return [(i, placed[i] if i in placed else next(rest)) for i in seq]
+
+
+def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], chip: Chip) -> list[Round]:
+    """The rounds with Algorithm 3's write-backs: no engine over its buffer."""
+    index = {a.name: i for i, a in enumerate(atoms)}
+    ran = {i: r for r, runs in enumerate(placed) for i, _ in runs}
+    uses: dict[int, list[int]] = {}
+    for i, a in enumerate(atoms):
+        for p in a.reads:
+            uses.setdefault(index[p], []).append(ran[i])
+    last = {p: max(rs) for p, rs in uses.items()}
+    evict: list[list[int]] = [[] for _ in placed]
+    kept: dict[int, dict[int, int]] = {}  # engine -> atom -> its last round in the buffer
+    for r, runs in enumerate(placed):
+        for engine in list(kept):
+            kept[engine] = {i: until for i, until in kept[engine].items() if until >= r}
+        for i, engine in runs:
+            held = kept.setdefault(engine, {})
+            need = max(atoms[i].work_words, atoms[i].out_words)
+            while held and sum(atoms[j].out_words for j in held) + need > chip.buffer_words:
+                # furthest next use: the kept output whose next reader comes last
+                victim = max(held, key=lambda j: (_next_use(uses.get(j, []), r), j))
+                evict[r - 1].append(victim)  # r > 0: round 0 keeps nothing yet
+                del held[victim]
+        for i, engine in runs:
+            if i in last and last[i] > r:
+                kept.setdefault(engine, {})[i] = last[i]
+    return [Round(tuple((atoms[i].name, engine) for i, engine in runs), tuple(atoms[j].name for j in evict[r]))
+            for r, runs in enumerate(placed)]
+
+
+__all__ = ["FILLS", "RoundPlanner", "buffer", "place", "snake"]

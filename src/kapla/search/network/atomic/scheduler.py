@@ -1,0 +1,220 @@
+"""The atomic network scheduler (Atomic Dataflow): atoms sized by simulated
+annealing, each costed by kapla's evaluator as a layer problem on one engine
+with its data on chip, scheduled in rounds by the pruned dynamic program,
+mapped along the engines' snake order, written back where buffers overflow,
+and the whole costed and checked by the round model (:mod:`kapla.model.rounds`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+from kapla.arch.spec import ArchSpec
+from kapla.errors import KaplaError
+from kapla.model.evaluate import STATIC, LayerCost, evaluate
+from kapla.model.feed import Feed
+from kapla.model.rounds import Atom, Chip, Timeline
+from kapla.model.rounds import evaluate as evaluate_rounds
+from kapla.model.validity import Validity
+from kapla.search.base import LayerService, NetworkScheduler, NetworkTask
+from kapla.search.network.atomic.atoms import AtomSpec, _words, anneal, atoms_of, check_supported, reads
+from kapla.search.network.atomic.rounds import RoundPlanner, buffer, place
+from kapla.search.result import LayerResult, ScheduleResult
+from kapla.space.layer.diagnose import no_scheme
+from kapla.space.problem import Problem
+from kapla.workload.layer import Layer, Op
+from kapla.workload.network import Network
+
+#: Atoms read their inputs from buffers on chip and leave their outputs there: the round model
+#: moves them (NoC, DRAM); the evaluator costs the engine's own work.
+ON_CHIP = Feed(ifm_hops=0.0, to_dram=False)
+#: What the round model counts itself, left out of an atom's own energy.
+MOVED = ("DRAM", "NoC", STATIC)
+
+
+def atom_layer(layer: Layer, a: AtomSpec) -> Layer:
+    """The layer problem an atom is: its block of output channels and rows (and of input
+    channels, for a partial sum), the input rows it reads, on one engine."""
+    k = a.k[1] - a.k[0]
+    rows = a.rows[1] - a.rows[0]
+    changes: dict[str, Any] = {"name": f"{layer.name}.atom", "k": k}
+    if layer.op == Op.CONV and layer.groups > 1:
+        groups = max(1, k // max(layer.k // layer.groups, 1))
+        changes.update(groups=groups, c=groups * (layer.c // layer.groups))
+    elif layer.op in (Op.CONV, Op.FC):
+        changes["c"] = a.c[1] - a.c[0] if a.c is not None else layer.c
+    else:  # pooling and element-wise work per channel (a per-channel layer's groups are its channels)
+        changes["c"] = k
+        if layer.groups > 1:
+            changes["groups"] = k
+    if layer.op != Op.FC and rows < layer.yo:
+        span = (rows - 1) * layer.stride[0] + (layer.s - 1) * layer.dilation[0] + 1
+        if span <= layer.h:  # an inner block: its input rows, no padding above or below
+            top, left, _, right = layer.pad
+            changes.update(h=span, pad=(0, left, 0, right))
+    return replace(layer, **changes)
+
+
+def chip_of(arch: ArchSpec) -> Chip:
+    """What the round model needs of the hardware (see :class:`~kapla.model.rounds.Chip`)."""
+    node = arch.node_level
+    if node is None:
+        raise KaplaError(f"the atomic scheduler needs engines (a node level); hardware '{arch.name}' has none")
+    words = arch.capacity_words(node.name) or 0
+    return Chip(mesh=arch.node_array, buffer_words=words, link_words=float(arch.bus_width_words),
+                dram_words=arch.dram_bandwidth_words, dram_j=arch.read_energy(len(arch.levels) - 1, "ifm"),
+                hop_j=arch.hop_energy, static_j=arch.static_energy, pes=arch.pes_per_node,
+                channels=arch.dram_channel_nodes)
+
+
+class AtomicScheduler(NetworkScheduler):
+    """Atomic Dataflow's graph-level schedule of atoms (see the module)."""
+
+    name = "atomic"
+
+    def __init__(self, beam: int = 4, anneal_steps: int = 400, seed: int = 0) -> None:
+        if beam < 1 or anneal_steps < 0:
+            raise KaplaError("atomic: beam must be at least 1 and anneal_steps at least 0")
+        self.beam, self.anneal_steps, self.seed = beam, anneal_steps, seed
+
+    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        net, arch, objective = task.net, task.arch, task.objective.name
+        check_supported(net)
+        chip = chip_of(arch)
+        engine = arch.with_node_region(1, 1)
+        dataflow = arch.pe_unroll.text
+        sizes, _ = anneal(list(net), arch, dataflow, seed=self.seed, steps=self.anneal_steps)
+        specs = atoms_of(net, sizes)
+        inputs = reads(net, specs, sizes)
+        # each distinct atom shape is one layer problem on one engine
+        problems: dict[str, Problem] = {}
+        jobs = {}
+        for a in specs:
+            problem = Problem(atom_layer(net[a.layer], a), 1, engine, objective, ON_CHIP)
+            problems[a.name] = problem
+            if problem.key not in jobs and not layers.known(problem.key, objective):
+                jobs[problem.key] = (problem, (objective,))
+        progress = task.progress
+
+        def solved(done: int, total: int) -> None:
+            if progress is not None:
+                progress("solving atoms", done, total)
+
+        layers.solve(jobs, solved)
+        costs: dict[Any, tuple[Any, LayerCost]] = {}
+        atoms: list[Atom] = []
+        for a in specs:
+            problem = problems[a.name]
+            if problem.key not in costs:
+                scheme = layers.get(problem.key, objective)
+                if scheme is None:
+                    raise no_scheme(problem.layer, 1, engine)
+                costs[problem.key] = (scheme, evaluate(scheme, engine, ON_CHIP))
+            cost = costs[problem.key][1]
+            layer = net[a.layer]
+            in_w, weight_w, out_w = _words(layer, a.k[1] - a.k[0], a.rows[1] - a.rows[0],
+                                           a.c[1] - a.c[0] if a.c is not None else 0)
+            own = sum(j for part, j in cost.energy.items() if part not in MOVED)
+            block = f"{a.layer}:{a.k[0]}:{a.c[0] if a.c is not None else 0}" if weight_w else None
+            atoms.append(Atom(a.name, a.layer, max(1, math.ceil(cost.time)), own, problem.layer.macs, out_w,
+                              weight_w, tuple(inputs[a.name]), min(in_w + weight_w + out_w, chip.buffer_words),
+                              block))
+        order = [layer.name for layer in net]
+        index = {name: i for i, name in enumerate(order)}
+        groups, group_layer, group_sample = _groups(specs, index)
+        planner = RoundPlanner(atoms, groups, group_layer, group_sample, _depths(net), chip.engines, self.beam)
+        rounds = planner.plan(None if progress is None else (lambda d, t: progress("scheduling rounds", d, t)))
+        placed = place(rounds, atoms, [index[a.layer] for a in atoms], chip)
+        timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip), chip)
+        return _result(net, arch, specs, atoms, costs, problems, timeline, placed, layers.solver.name, objective,
+                       time.perf_counter() - task.start, self.name)
+
+
+def _groups(specs: list[AtomSpec], index: dict[str, int]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    groups: list[tuple[int, int]] = []
+    group_layer: list[int] = []
+    group_sample: list[int] = []
+    for i, a in enumerate(specs):
+        if groups and group_layer[-1] == index[a.layer] and group_sample[-1] == a.sample:
+            groups[-1] = (groups[-1][0], i + 1)
+        else:
+            groups.append((i, i + 1))
+            group_layer.append(index[a.layer])
+            group_sample.append(a.sample)
+    return groups, group_layer, group_sample
+
+
+def _depths(net: Network) -> list[int]:
+    depth: dict[str, int] = {}
+    for layer in net:
+        depth[layer.name] = 1 + max((depth[e.src] for e in net.in_edges(layer.name) if e.src in depth), default=0)
+    return [depth[layer.name] for layer in net]
+
+
+def _sum(costs: list[LayerCost], name: str) -> LayerCost:
+    energy: dict[str, float] = {}
+    accesses: dict[str, dict[str, float]] = {}
+    for c in costs:
+        for part, j in c.energy.items():
+            if part not in MOVED:
+                energy[part] = energy.get(part, 0.0) + j
+        for level, per in c.accesses.items():
+            if level == "DRAM":
+                continue
+            into = accesses.setdefault(level, {})
+            for kind, words in per.items():
+                into[kind] = into.get(kind, 0.0) + words
+    reasons = tuple(p for c in costs for p in c.validity.reasons)
+    return LayerCost(layer=name, validity=Validity(reasons), ops=sum(c.ops for c in costs), accesses=accesses,
+                     energy=energy, time=float(sum(c.time for c in costs)))
+
+
+def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Atom], costs: dict, problems: dict,
+            timeline: Timeline, placed: list, solver: str, objective: str, seconds: float,
+            scheduler: str) -> ScheduleResult:
+    by_layer: dict[str, list[int]] = {}
+    for i, a in enumerate(specs):
+        by_layer.setdefault(a.layer, []).append(i)
+    results = []
+    energy: dict[str, float] = {}
+    for layer in net:
+        mine = by_layer[layer.name]
+        layer_costs = [costs[problems[specs[i].name].key][1] for i in mine]
+        total = _sum(layer_costs, layer.name)
+        for part, j in total.energy.items():
+            energy[part] = energy.get(part, 0.0) + j
+        # the scheme shown for a layer: that of its largest atom
+        biggest = max(mine, key=lambda i: (atoms[i].macs, -i))
+        scheme = costs[problems[specs[biggest].name].key][0]
+        results.append(LayerResult(layer.name, scheme, total, ((0, 0), arch.node_array),
+                                   pes=arch.num_pes, chip_nodes=arch.num_nodes))
+    for part in ("NoC", "DRAM", STATIC):
+        energy[part] = energy.get(part, 0.0) + timeline.energy.get({"NoC": "NoC", "DRAM": "DRAM",
+                                                                    STATIC: "static"}[part], 0.0)
+    valid = timeline.valid and all(r.cost.validity.ok for r in results)
+    ran_on = {name: (r, engine) for r, runs in enumerate(placed) for name, engine in
+              ((atoms[i].name, e) for i, e in runs)}
+    seconds_per_sample = timeline.cycles * arch.cycle_s / max(net.batch, 1)
+    extra = {
+        "strategy": scheduler, "hardware": arch.to_dict(),
+        "inter_layer_schemes": {"considered": 0, "valid": 0, "pareto": 0, "solved": 0},
+        "atomic": {
+            "atoms": len(atoms), "rounds": len(timeline.rounds), "throughput": (1 / seconds_per_sample
+                                                                                if seconds_per_sample else 0.0),
+            "utilization": timeline.utilisation, "noc_overhead": timeline.noc_overhead,
+            "reuse_ratio": timeline.reuse_ratio, "violations": list(timeline.violations),
+            "timeline": [{"cycles": c.cycles, "atoms": [[a.name, ran_on[a.name][1]] for a in
+                                                        (atoms[i] for i, _ in placed[r])]}
+                         for r, c in enumerate(timeline.rounds)],
+        },
+    }
+    return ScheduleResult(network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver,
+                          objective=objective, segments=tuple((layer.name,) for layer in net), layers=tuple(results),
+                          energy=energy, time=float(timeline.cycles), solver_seconds=seconds, valid=valid,
+                          scheduler=scheduler, extra=extra)
+
+
+__all__ = ["AtomicScheduler", "atom_layer", "chip_of"]

@@ -1,0 +1,168 @@
+"""The atomic scheduler: atoms that fit an engine and read what their window
+covers, schedules that pass the round model's check on random small CNNs,
+determinism, and one error line for what it cannot schedule."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kapla
+from kapla.arch import load_arch
+from kapla.errors import KaplaError
+from kapla.model.rounds import check
+from kapla.search.network.atomic.atoms import anneal, atom_words, atoms_of, input_window, reads, tilings
+from kapla.search.network.atomic.rounds import snake
+from kapla.workload.load import load_network
+from kapla.workload.network import NetworkBuilder
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+ATOMIC = load_arch("atomic")
+SMALL = ATOMIC.with_node_block(2, 2)  # 2x2 engines: small searches
+
+
+def test_snake_order_visits_neighbours():
+    order = snake((3, 4))
+    assert order == [0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11]
+    chip = kapla.search.network.atomic.scheduler.chip_of(load_arch("atomic"))
+    path = snake(chip.mesh)
+    assert sorted(path) == list(range(64)) and all(chip.hops(a, b) == 1 for a, b in zip(path, path[1:], strict=False))
+
+
+def test_atoms_fit_half_an_engine_and_follow_the_engine_dataflow():
+    net = load_network("alexnet", batch=1)
+    half = ATOMIC.capacity_words("GBUF") // 2
+    for layer in net:
+        for t in tilings(layer, ATOMIC, "C|K"):
+            assert atom_words(layer, t) <= half
+            if layer.op.value == "conv" and layer.groups == 1:
+                assert t.k % 16 == 0 or t.k == layer.k  # KC-Partition: whole columns of the 16x16 array
+    for layer in net:
+        for t in tilings(layer, ATOMIC, "Y|X"):
+            assert t.rows % 16 == 0 or t.rows == layer.yo  # YX-Partition: whole rows of the array
+
+
+def test_an_atom_reads_exactly_its_input_window():
+    net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=2)
+    sizes, _ = anneal(list(net), SMALL, "C|K", seed=1)
+    atoms = atoms_of(net, sizes)
+    got = reads(net, atoms, sizes)
+    by_name = {a.name: a for a in atoms}
+    for a in atoms:
+        layer = net[a.layer]
+        for producer, words in got[a.name]:
+            assert words > 0
+            if producer is not None:
+                assert by_name[producer].sample == a.sample
+        if layer.op.value == "conv" and layer.groups == 1 and a.c is None:
+            lo, hi = input_window(layer, a.rows)
+            assert sum(w for _, w in got[a.name]) == layer.c * (hi - lo) * layer.w
+    # every block of every layer is read by someone or is the network's output
+    read = {p for r in got.values() for p, _ in r if p is not None}
+    last = net.layers[-1].name
+    assert all(a.name in read or a.layer == last for a in atoms)
+
+
+@st.composite
+def small_cnns(draw):
+    b = NetworkBuilder("rnd", batch=draw(st.integers(1, 2)))
+    size = draw(st.sampled_from([8, 12, 16]))
+    x = b.input("in", draw(st.integers(1, 8)), height=size, width=size)
+    made = [x]
+    for i in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["conv", "conv", "pool", "add", "concat"]))
+        src = draw(st.sampled_from(made))
+        if kind == "conv":
+            made.append(b.conv(f"c{i}", src, draw(st.integers(1, 40)), draw(st.sampled_from([1, 3])),
+                               pad=1 if True else 0))
+        elif kind == "pool" and b.shape_of(src).h >= 2:
+            made.append(b.pool(f"p{i}", src, 2, stride=2))
+        elif kind == "add" and len(made) > 1:
+            shape = b.shape_of(src)
+            same = [m for m in made if m != src and b.shape_of(m) == shape]
+            if same:
+                made.append(b.eltwise(f"a{i}", [src, same[0]], mode="add"))
+        elif kind == "concat" and len(made) > 1:
+            shape = b.shape_of(src)
+            same = [m for m in made if m != src and b.shape_of(m).h == shape.h and m != x]
+            if same and src != x:
+                made.append(b.conv(f"k{i}", [src, same[0]], 8, 1))
+    if len(made) == 1:
+        made.append(b.conv("only", x, 8, 3, pad=1))
+    b.fc("fc", made[-1], 10)
+    return b.build()
+
+
+@settings(max_examples=12, deadline=None)
+@given(small_cnns())
+def test_every_schedule_of_a_random_cnn_passes_the_round_models_check(net):
+    result = kapla.schedule(net, SMALL, solver="atomic", jobs=1)
+    assert result.valid
+    info = result.to_dict()["atomic"]
+    assert info["violations"] == [] and info["rounds"] == len(info["timeline"]) > 0
+    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+    assert len(ran) == len(set(ran)) == info["atoms"]  # every atom once
+    assert all(0 <= e < 4 for r in info["timeline"] for _, e in r["atoms"])
+    assert 0 < info["utilization"] <= 1 and 0 <= info["reuse_ratio"] <= 1
+    assert [lr.name for lr in result.layers] == [layer.name for layer in net]
+    assert result.energy_j > 0 and result.time > 0
+
+
+def test_the_same_inputs_give_the_same_schedule():
+    one = kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=2, solver="atomic", jobs=1).to_dict()
+    two = kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=2, solver="atomic", jobs=1).to_dict()
+    for d in (one, two):
+        d.pop("solver_seconds")
+    assert one == two
+
+
+def test_a_broken_schedule_is_caught_by_the_model():
+    """The scheduler's own check is the model's: reorder two dependent rounds and it objects."""
+    import kapla.search.network.atomic.scheduler as scheduler
+
+    seen = {}
+    real = scheduler.evaluate_rounds
+
+    def spy(atoms, rounds, chip):
+        seen.update(atoms=atoms, rounds=rounds, chip=chip)
+        return real(atoms, rounds, chip)
+
+    scheduler.evaluate_rounds = spy
+    try:
+        kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=1, solver="atomic", jobs=1)
+    finally:
+        scheduler.evaluate_rounds = real
+    rounds = list(seen["rounds"])
+    assert check(seen["atoms"], rounds, seen["chip"]) == ()
+    assert check(seen["atoms"], rounds[::-1], seen["chip"]) != ()
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(training=True), "schedules inference only"),
+])
+def test_what_it_cannot_schedule_is_one_error(args, message):
+    with pytest.raises(KaplaError, match=message):
+        kapla.schedule("mlp_s", SMALL, batch=1, solver="atomic", jobs=1, **args)
+
+
+def test_a_transformer_is_refused_naming_the_layer():
+    with pytest.raises(KaplaError, match=r"cannot cut layer '.*' \((matmul|eltwise)\)|cannot cut layer"):
+        kapla.schedule("gpt2_decode", SMALL, batch=1, solver="atomic", jobs=1)
+
+
+def test_the_cli_runs_it_and_writes_its_rounds(tmp_path):
+    from click.testing import CliRunner
+
+    from kapla.cli.main import app
+
+    out = tmp_path / "a.json"
+    result = CliRunner().invoke(app, ["schedule", str(EXAMPLES / "tiny_cnn.yaml"), "--arch", "atomic", "--batch", "1",
+                                      "--solver", "atomic", "--jobs", "1", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    import json
+
+    doc = json.loads(out.read_text())
+    assert doc["valid"] and doc["scheduler"] == "atomic" and doc["atomic"]["timeline"]
+    for key in ("throughput", "utilization", "noc_overhead", "reuse_ratio"):
+        assert doc["atomic"][key] >= 0
