@@ -209,9 +209,6 @@ def test_garbage_and_missing_files_are_spec_errors(tmp_path):
 @pytest.mark.parametrize("build, error, message", [
     # A concatenation along height is not a channel concatenation.
     (lambda m, x: m.node("Concat", "cat", [x, x], axis=2), UnsupportedOpError, r"node 'cat'.*axis 2"),
-    # Squeeze-and-excitation scaling broadcasts C x 1 x 1 over C x H x W.
-    (lambda m, x: m.node("Mul", "se", [x, m.node("GlobalAveragePool", "gap", [x])]),
-     UnsupportedOpError, r"node 'se' \(op Mul\).*do not broadcast"),
     # A reshape that reorganises the fmap cannot be folded before a convolution.
     (lambda m, x: m.conv("c", m.node("Reshape", "rs", [x, m.const("shape", 4, dtype=np.int64)]), 4, 4, 1),
      NetworkError, r"node 'c' \(op Conv\): input 't_rs' is 4x2x32"),
@@ -226,6 +223,66 @@ def test_unrepresentable_uses_of_supported_ops(tmp_path, build, error, message):
         m.inits.append(numpy_helper.from_array(np.array([1, 4, 2, 32], np.int64), "shape"))
     with pytest.raises(error, match=message):
         load_onnx(m.save(tmp_path, out))
+
+
+def se_model(tmp_path, batch: int = 2):
+    """Squeeze-and-excitation as torchvision exports it: global average pool, 1x1
+    conv, ReLU, 1x1 conv, Sigmoid, and a Mul broadcasting the [N, C, 1, 1] vector."""
+    m = Model()
+    x = m.input("x", batch, 8, 8, 8)
+    c1 = m.node("Relu", "relu1", [m.conv("c1", x, 8, 16, 3, pads=[1, 1, 1, 1])])
+    gap = m.node("GlobalAveragePool", "gap", [c1])
+    red = m.node("Relu", "relu2", [m.conv("red", gap, 16, 4, 1)])
+    sig = m.node("Sigmoid", "sig", [m.conv("exp", red, 4, 16, 1)])
+    se = m.node("Mul", "se", [c1, sig])
+    return m.save(tmp_path, m.conv("proj", se, 16, 8, 1))
+
+
+def test_squeeze_excitation_mul_is_a_channel_wise_scaling(tmp_path):
+    net = load_onnx(se_model(tmp_path), name="se")
+    b = NetworkBuilder("se", 2)
+    b.input("x", 8, 8)
+    b.conv("c1", "x", 16, 3, pad=1)
+    b.global_pool("gap", "c1")
+    b.conv("red", "gap", 4, 1)
+    b.conv("exp", "red", 16, 1)
+    b.eltwise("sig", ["exp"], "silu")  # a lone Sigmoid is costed as the importer's SiLU mode
+    b.scale("se", "c1", "sig")
+    b.conv("proj", "se", 8, 1)
+    assert_same(net, b.build())
+    se = net["se"]
+    assert se.is_scale and se.macs == 0 and se.ops == 16 * 8 * 8
+    assert {(e.src, e.port) for e in net.in_edges("se")} == {("c1", "in"), ("sig", "b")}
+
+
+def test_the_vector_may_be_either_operand_of_the_mul(tmp_path):
+    m = Model()
+    x = m.input("x", 1, 4, 6, 6)
+    v = m.conv("v", m.node("GlobalAveragePool", "gap", [x]), 4, 4, 1)
+    net = load_onnx(m.save(tmp_path, m.node("Mul", "se", [v, x])))
+    assert net["se"].is_scale and net.producers("se") == ("x", "v")
+
+
+@pytest.mark.parametrize("build, shapes", [
+    # a spatial map broadcast over the channels ([N, 1, H, W]): no channel-wise scaling
+    (lambda m, x: m.node("Mul", "se", [x, m.conv("c", x, 4, 1, 1)]), r"\[1, 1, 8, 8\]"),
+    # an [N, C, 1, 1] vector added, not multiplied
+    (lambda m, x: m.node("Add", "se", [x, m.node("GlobalAveragePool", "gap", [x])]), r"\[1, 4, 1, 1\]"),
+    # divided by it
+    (lambda m, x: m.node("Div", "se", [x, m.node("GlobalAveragePool", "gap", [x])]), r"\[1, 4, 1, 1\]"),
+    # a vector no node computes: a graph input
+    (lambda m, x: m.node("Mul", "se", [x, m.input("v", 1, 4, 1, 1)]), r"\[1, 4, 1, 1\]"),
+    # a vector of another channel count ([N, 1, 1, 1])
+    (lambda m, x: m.node("Mul", "se", [x, m.conv("c", m.node("GlobalAveragePool", "gap", [x]), 4, 1, 1)]),
+     r"\[1, 1, 1, 1\]"),
+])
+def test_other_broadcasts_are_refused_in_one_line(tmp_path, build, shapes):
+    m = Model()
+    x = m.input("x", 1, 4, 8, 8)
+    with pytest.raises(UnsupportedOpError, match=r"node 'se' \(op (Mul|Add|Div)\): operands 't?_?x' \[1, 4, 8, 8\] "
+                                                 rf".*{shapes}.* do not broadcast one feature map") as info:
+        load_onnx(m.save(tmp_path, build(m, x)))
+    assert "\n" not in str(info.value)
 
 
 def test_unreadable_input_shape_is_reported_when_used(tmp_path):

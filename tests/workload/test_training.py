@@ -5,7 +5,7 @@ import pytest
 from kapla.workload.layer import Op, Phase
 from kapla.workload.zoo import ZOO, get_network
 
-CNNS = ["alexnet", "vgg16", "googlenet", "resnet50", "resnet152", "mobilenet"]
+CNNS = ["alexnet", "vgg16", "googlenet", "resnet50", "resnet152", "mobilenet", "efficientnet_b0"]
 
 
 def first_layer_macs(net):
@@ -77,3 +77,34 @@ def test_training_twice_is_refused():
     train = get_network("mlp_s", batch=2).to_training()
     with pytest.raises(Exception, match="already a training network"):
         train.to_training()
+
+
+def test_a_channel_wise_scaling_passes_gradients_to_the_fmap_and_the_vector():
+    from tests.workload.test_scale import se_net
+
+    net = se_net(batch=2, channels=16, size=6, squeeze=4)
+    train = net.to_training()
+    assert train.macs == 3 * net.macs - net.batch * first_layer_macs(net)  # the scaling adds no MACs
+    # the vector's gradient, sum over H x W of dY * X: one value per channel, for the excitation conv
+    vec = train["se.wgrad"]
+    assert vec.phase == Phase.WGRAD and vec.out_shape == net["se"].operand_shape == net["exp"].ofmap
+    assert vec.ops == 16 * 6 * 6 and vec.macs == 0
+    assert {(e.src, e.port) for e in train.in_edges("se.wgrad")} == {("c1", "x"), ("proj.bwd", "dy")}
+    assert {e.src for e in train.in_edges("exp.wgrad") if e.port == "dy"} == {"se.wgrad"}
+    assert {e.src for e in train.in_edges("exp.bwd") if e.port == "dy"} == {"se.wgrad"}
+    # dX = dY * the vector, summed with the gradient through the pool for the conv that feeds both
+    assert {(e.src, e.port) for e in train.in_edges("se.bwd")} == {("proj.bwd", "dy"), ("exp", "b")}
+    assert train["se.bwd"].out_shape == net["c1"].ofmap
+    assert set(train.producers("c1.gradsum")) == {"se.bwd", "gap.bwd"}
+    assert {"c1", "exp"} <= train.kept  # read again by se.wgrad and se.bwd
+
+
+def test_a_vector_from_a_network_input_gets_no_gradient():
+    from kapla.workload.network import NetworkBuilder
+
+    b = NetworkBuilder("scaled", 2)
+    b.input("x", 8, 4)
+    b.input("v", 16, 1)
+    b.scale("se", b.conv("c1", "x", 16, 3, pad=1), "v")
+    train = b.build().to_training()
+    assert "se.wgrad" not in train and "se.bwd" in train and "c1.wgrad" in train

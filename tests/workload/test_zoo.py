@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from kapla.workload.layer import Op
+from kapla.workload.layer import FmapShape, Op
 from kapla.workload.stats import network_stats
 from kapla.workload.zoo import ZOO, get_network
 
@@ -63,6 +63,9 @@ MACS = {
     "resnet101": (7.6e9, 0.02),
     "resnet152": (11.3e9, 0.02),
     "mobilenet": (569e6, 0.01),
+    # Tan and Le 2019, Table 2: 0.39B FLOPS (multiply-adds), printed to 0.01B: 1.3% covers the rounding
+    # (385.8M here; test_efficientnet_b0_matches_its_published_size_and_work checks the rounding itself)
+    "efficientnet_b0": (0.39e9, 0.013),
     "mlp_s": ((784 * 500 + 500 * 250 + 250 * 10), 0.0),
 }
 
@@ -288,3 +291,60 @@ def test_resnet1001_matches_its_published_size_and_counted_work():
              + (64 * 32 + 9 * 32 * 32 + 32 * 128 + 64 * 128) * 16 * 16
              + (128 * 64 + 9 * 64 * 64 + 64 * 256 + 128 * 256) * 8 * 8)
     assert net.macs == 330 * 17 * 512**2 + first + 3 * 16 * 9 * 32 * 32 + 256 * 10 == 1_487_849_984
+
+
+def test_efficientnet_b0_is_table_1_with_squeeze_excitation_in_every_block():
+    net = get_network("efficientnet_b0", batch=1)
+    assert net.inputs["data"].h == 224 and net["stem"].ofmap == net["mb1_0_dw"].ifmap  # 32x112x112
+    blocks = sorted({"_".join(layer.name.split("_")[:2]) for layer in net if layer.name.startswith("mb")})
+    assert len(blocks) == 16  # 1 + 2 + 2 + 3 + 3 + 4 + 1 MBConv blocks
+    for block in blocks:
+        layers = [layer for layer in net if layer.name.startswith(block + "_")]
+        scales = [layer for layer in layers if layer.is_scale]
+        assert len(scales) == 1, block  # one squeeze-and-excitation each
+        dw = net[block + "_dw"]
+        assert dw.is_depthwise and net.producers(scales[0].name) == (dw.name, block + "_se_expand")
+        reduce = net[block + "_se_reduce"]
+        assert net.producers(reduce.name) == (block + "_se_pool",) and reduce.ifmap.elems == dw.k
+        block_in = net[block + "_expand"].c if block + "_expand" in net else dw.c
+        assert reduce.k == max(1, block_in // 4)  # a quarter of the block's input channels
+    # Table 1: per stage the kernel, the channels out and the output resolution
+    stages = {1: (3, 16, 112), 2: (3, 24, 56), 3: (5, 40, 28), 4: (3, 80, 14), 5: (5, 112, 14), 6: (5, 192, 7),
+              7: (3, 320, 7)}
+    for stage, (kernel, channels, size) in stages.items():
+        last = max(b for b in blocks if b.startswith(f"mb{stage}_"))
+        assert net[last + "_dw"].s == kernel and net[last + "_project"].ofmap == FmapShape(channels, size, size)
+    assert "mb1_0_expand" not in net and net["mb2_0_expand"].k == 6 * 16  # expansion 1, then 6
+    # a residual add where a block keeps its size and channels: all but the first of each stage
+    assert sorted(layer.name for layer in net if layer.op == Op.ELTWISE and layer.mode == "add") == [
+        f"{b}_res" for b in blocks if not b.endswith("_0")]
+    assert net["head"].ofmap == FmapShape(1280, 7, 7) and net["fc"].k == 1000 and net["fc"].c == 1280
+
+
+def test_efficientnet_b0_matches_its_published_size_and_work():
+    net = get_network("efficientnet_b0", batch=1)
+    convs = [layer for layer in net if layer.op == Op.CONV]
+    # torchvision's efficientnet_b0 has 5,288,548 parameters (Tan and Le, Table 2: "5.3M"): the weights here,
+    # a batch-norm scale and shift per output channel of every CONV but the squeeze-and-excitation ones, the
+    # biases of those (torchvision's other convolutions have none) and the FC's 1000 biases.
+    batch_norm = 2 * sum(layer.k for layer in convs if "_se_" not in layer.name)
+    se_biases = sum(layer.k for layer in convs if "_se_" in layer.name)
+    assert weights(net) + batch_norm + se_biases + 1000 == 5_288_548
+    assert weights(net) == 5_236_192 and round(weights(net) / 1e6, 1) == 5.2  # excluding biases and batch norm
+    # Tan and Le, Table 2: 0.39B FLOPS (multiply-adds of the CONV/FC layers); the printed figure exactly
+    assert round(net.macs / 1e9, 2) == 0.39
+    # and the arithmetic of Table 1, block by block: (expansion, kernel, stride, channels, blocks)
+    macs, c, size = 3 * 32 * 9 * 112 * 112 + 1280 * 1000, 32, 112
+    for e, k, s, out, n in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                            (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):
+        for i in range(n):
+            mid, after = c * e, size // (s if i == 0 else 1)
+            macs += (c * mid * size**2 if e > 1 else 0) + mid * k * k * after**2  # expansion, depthwise
+            macs += 2 * mid * max(1, c // 4) + mid * out * after**2  # squeeze-and-excitation, projection
+            c, size = out, after
+    macs += 320 * 1280 * 7 * 7  # head
+    assert net.macs == macs == 385_814_752
+    # the scalings do no MACs but one operation per element of the depthwise output
+    scales = [layer for layer in net if layer.is_scale]
+    assert sum(layer.macs for layer in scales) == 0
+    assert all(layer.ops == net[net.producers(layer.name)[0]].ofmap.elems for layer in scales)

@@ -44,6 +44,16 @@ Transformers map onto the same nest:
   template has no separate vector unit). A row reduction (softmax, norms)
   reads its input and writes its output once like an element-wise layer;
   the per-row statistics it keeps are one word per row and not counted.
+
+A *channel-wise scaling* (squeeze-and-excitation: a C x H x W fmap times a
+C x 1 x 1 vector computed from it) is an ELTWISE ``mul`` of one input with
+an fmap operand on port ``b`` (:attr:`Layer.is_scale`). Its nest is a 1x1
+depthwise convolution whose "weights" are the vector: ``G`` = C (x batch:
+the vector differs per sample, so the batch folds into the groups as for a
+matmul of two fmaps), ``C = K = 1``, ``Y x X`` = H x W; no MACs, one
+operation per element (``C x H x W``). Its backward-data layer reads ``dy``
+and the vector, its weight-gradient layer writes the vector's gradient
+(``sum over H x W of dy * x``).
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ class Op(enum.StrEnum):
 
 
 class Operand(enum.StrEnum):
-    """What a MATMUL's second operand is."""
+    """What a MATMUL's second operand is (a channel-wise scaling's is always an fmap)."""
 
     WEIGHT = "weight"  # a parameter tensor, like a CONV/FC's weights
     FMAP = "fmap"  # an activation another layer (or a network input) produces
@@ -229,8 +239,15 @@ class Layer:
             object.__setattr__(self, "operand", Operand(self.operand))
             if (self.s, self.r, self.stride, self.pad, self.dilation) != (1, 1, (1, 1), (0, 0, 0, 0), (1, 1)):
                 raise NetworkError(f"{where}: a matmul has no filter window, stride or padding")
+        elif self.op == Op.ELTWISE and self.mode == "mul" and self.n_inputs == 1 and self.operand is not None:
+            # A channel-wise scaling (squeeze-and-excitation): the fmap times a C x 1 x 1 vector on port ``b``.
+            if self.operand != Operand.FMAP:
+                raise NetworkError(f"{where}: a channel-wise scaling's second operand must be an fmap "
+                                   f"(got {self.operand!r})")
+            object.__setattr__(self, "operand", Operand.FMAP)
         elif self.operand is not None:
-            raise NetworkError(f"{where}: only a matmul has a second operand (got {self.operand!r})")
+            raise NetworkError(f"{where}: only a matmul or a one-input eltwise 'mul' (a channel-wise scaling) "
+                               f"has a second operand (got {self.operand!r})")
         for fname in ("c", "k", "h", "w", "s", "r", "groups", "n_inputs"):
             value = getattr(self, fname)
             what = _FIELD_NAMES.get(fname, fname)
@@ -283,6 +300,8 @@ class Layer:
         """The inputs this layer reads from other layers, in this phase."""
         if self.op == Op.MATMUL:
             return self._matmul_ports()
+        if self.is_scale:
+            return self._scale_ports()
         # Element-wise work does not care how its operands are laid out, only
         # that they hold as many elements as it computes.
         flat = self.op == Op.ELTWISE
@@ -309,10 +328,25 @@ class Layer:
             return (dy, *b)
         return (Port("x", self.ifmap, any_layout=True), dy)  # dB = A^T x dY (a weight gradient or dB)
 
+    def _scale_ports(self) -> tuple[Port, ...]:
+        """A channel-wise scaling ``y = x * b`` reads ``x`` (port ``in``) and
+        the C x 1 x 1 vector ``b``; ``dx = dy * b`` reads ``dy`` and ``b``;
+        ``db = sum over H x W of dy * x`` reads ``x`` and ``dy``. Channel ``c`` of
+        ``b`` scales channel ``c`` of ``x``, so every layout but a concatenation of
+        channels is refused (as a convolution's input is)."""
+        b = Port("b", self.operand_shape)
+        dy = Port("dy", self.ofmap, any_layout=True)  # the gradient of its own output, as every eltwise's
+        if self.phase == Phase.FWD:
+            return (Port("in", self.ifmap), b)
+        if self.phase == Phase.BWD_DATA:
+            return (dy, b)
+        return (Port("x", self.ifmap), dy)
+
     @property
     def operand_shape(self) -> FmapShape:
         """A matmul's second operand per sample as an fmap: ``Kin`` x heads
-        channels by ``Nout`` rows (the layout a K projection writes K in)."""
+        channels by ``Nout`` rows (the layout a K projection writes K in); a
+        channel-wise scaling's (its groups are its channels): C x 1 x 1."""
         return FmapShape(self.c, self.k // self.groups, 1)
 
     def port(self, name: str) -> Port:
@@ -352,9 +386,17 @@ class Layer:
     @property
     def folds_batch(self) -> bool:
         """The batch runs as more groups (``G`` x batch, ``N`` = 1): a matmul
-        whose second operand is an fmap, different in every sample, where the
-        loop nest's weight tensor is the same for all samples."""
+        whose second operand is an fmap, or a channel-wise scaling, whose vector
+        is different in every sample, where the loop nest's weight tensor is
+        the same for all samples."""
         return self.operand == Operand.FMAP
+
+    @property
+    def is_scale(self) -> bool:
+        """A channel-wise scaling: an eltwise ``mul`` of one fmap by a C x 1 x 1
+        vector (squeeze-and-excitation), the nest of a 1 x 1 depthwise
+        convolution whose per-sample "weights" are the vector."""
+        return self.op == Op.ELTWISE and self.operand == Operand.FMAP
 
     @property
     def vector_mode(self) -> VectorMode | None:
@@ -432,6 +474,8 @@ class Layer:
             rows = self.h * self.w
             text = f"matmul {heads}[{rows}x{self.c // self.groups}] x [{self.c // self.groups}x{self.k // self.groups}]"
             text += " by weights" if self.operand == Operand.WEIGHT else " of fmaps"
+        elif self.is_scale:
+            text = f"eltwise-mul {self.ofmap} by {self.operand_shape} per channel"
         elif self.op == Op.ELTWISE:
             text = f"eltwise-{self.mode} {self.n_inputs}x {self.ofmap}"
         else:

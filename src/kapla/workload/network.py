@@ -373,6 +373,21 @@ class NetworkBuilder:
         layer = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode=mode, n_inputs=len(srcs))
         return self._add(layer, srcs)
 
+    def scale(self, name: str, inputs: str | Iterable[str], by: str | Iterable[str]) -> str:
+        """A channel-wise scaling (squeeze-and-excitation): the C x H x W fmap
+        of ``inputs`` times the C x 1 x 1 vector ``by`` produces, channel by
+        channel. An ELTWISE ``mul`` with the vector on port ``b``
+        (:attr:`Layer.is_scale`): no MACs, C x H x W operations."""
+        srcs, shape = self._gather(name, inputs, None)
+        vecs, vec = self._gather(name, by, None)
+        want = FmapShape(shape.c, 1, 1)
+        if vec != want:
+            shown = "+".join(f"'{v}'" for v in vecs)
+            raise NetworkError(f"layer '{name}': scaling the {shape} input of {srcs} needs a {want} vector "
+                               f"but {shown} {'are' if len(vecs) > 1 else 'is'} {vec}")
+        layer = Layer(name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode="mul", operand=Operand.FMAP)
+        return self.add_layer(layer, [Edge(s, name) for s in srcs] + [Edge(v, name, "b") for v in vecs])
+
     def matmul(self, name: str, inputs: str | Iterable[str], out: int, operand: str | Iterable[str] | None = None,
                heads: int = 1, inner: int | None = None, rows: int | None = None) -> str:
         """A matrix product ``[heads, rows, inner] x [heads, inner, out]`` per sample.

@@ -23,7 +23,11 @@ has many more operators, so the importer walks the graph once, in its
   embedding are gathered until a consumer needs the result, then become one
   vector layer of that mode; a chain of other element-wise steps with
   constants or side inputs (scaling by 1/sqrt(d), a mask added by ``Add`` or
-  selected by ``Where``) becomes one ``scale`` layer per step.
+  selected by ``Where``) becomes one ``scale`` layer per step. Two different
+  feature maps meet in an element-wise layer of equal shapes; the one
+  broadcast kapla takes is a ``Mul`` of an ``[N, C, H, W]`` fmap by an
+  ``[N, C, 1, 1]`` vector a node of the graph computes (squeeze-and-excitation):
+  a channel-wise scaling (:meth:`NetworkBuilder.scale`).
 
 Layout operators (``Reshape``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
 ``Flatten``, ``Expand``, ``Cast``, ``Identity``, ``Dropout``) carry shapes
@@ -841,9 +845,16 @@ def _arith(imp: _Importer, node: _Node) -> None:
                                  "element-wise layers read whole tensors")
     sizes = [imp.elems(parts) for parts in operands]
     if any(size != sizes[0] for size in sizes):
-        shown = ", ".join(f"'{t}' ({size:,} elements)" for t, size in zip(live, sizes, strict=True))
+        scaled = _channel_scaling(imp, node, live, operands)
+        if scaled is not None:
+            x, vector = scaled
+            imp.define(node, imp.builder.scale(node.name, [p.src for p in x], [p.src for p in vector]))
+            return
+        shown = ", ".join(f"'{t}' {_show(imp.dims.get(t))} ({size:,} elements)"
+                          for t, size in zip(live, sizes, strict=True))
         raise imp.fail(node, f"operands {shown} differ in shape; kapla's element-wise layers do not broadcast "
-                             "one feature map over another")
+                             "one feature map over another; the one broadcast kapla takes is a Mul by an "
+                             "[N, C, 1, 1] vector a node computes (a channel-wise scaling)")
     mode = "mul" if node.op in ("Mul", "Div") else "add"
     srcs = [parts[0] for parts in operands]
     if all(p.whole for p in srcs) and len({imp.builder.shape_of(p.src) for p in srcs}) == 1:
@@ -852,6 +863,26 @@ def _arith(imp: _Importer, node: _Node) -> None:
     shape = imp.vector_shape(operands[0])
     layer = Layer(node.name, Op.ELTWISE, shape.c, shape.c, shape.h, shape.w, mode=mode, n_inputs=len(srcs))
     imp.add(node, layer, [p.edge(node.name) for p in srcs])
+
+
+def _channel_scaling(imp: _Importer, node: _Node, live: list[str], operands: list[Parts]) -> tuple[Parts, Parts] | None:
+    """The fmap and the vector of a channel-wise scaling (squeeze-and-excitation),
+    or None: a ``Mul`` of an ``[N, C, H, W]`` fmap by an ``[N, C, 1, 1]`` vector
+    that a node of the graph computes (no network input, constant or side
+    input), each operand one whole producer output."""
+    if node.op != "Mul" or len(live) != 2:
+        return None
+    dims = [imp.dims.get(t) for t in live]
+    for big, small in ((0, 1), (1, 0)):
+        fmap, vector = dims[big], dims[small]
+        if fmap is None or vector is None or len(fmap) != 4 or len(vector) != 4:
+            continue
+        if None in fmap[1:] or tuple(vector[1:]) != (fmap[1], 1, 1) or vector[0] != fmap[0]:
+            continue
+        parts = operands[small]
+        if len(parts) == 1 and parts[0].whole and parts[0].src in imp.made and all(p.whole for p in operands[big]):
+            return operands[big], parts
+    return None
 
 
 def _merge(imp: _Importer, live: list[str], base: Parts) -> _Pending:

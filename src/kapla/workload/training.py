@@ -20,6 +20,12 @@ gradient of its output (``dY``) from its consumers and produces:
   ``dB = A^T x dY``: the weight gradient of a projection, or, when B is an
   fmap (Q x K^T, scores x V), the gradient its producer receives. Each has
   the forward MACs.
+* A channel-wise scaling ``y = x * b`` (b one value per channel,
+  squeeze-and-excitation) the same way: ``<name>.bwd`` computes
+  ``dx = dy * b`` (reading ``dy`` and the vector), ``<name>.wgrad`` the
+  vector's gradient ``db = sum over H x W of dy * x`` (reading ``x`` and
+  ``dy``), which the vector's producer receives. Neither has MACs; each does
+  one operation per element of ``x``.
 
 A layer whose output feeds several consumers sums their contributions in an
 element-wise ``<name>.gradsum`` layer; a concatenation is undone by channel
@@ -107,7 +113,8 @@ def training_network(net: Network) -> Network:
         in_edges = net.in_edges(layer.name)
         needs = [e.src not in net.inputs for e in in_edges]
 
-        if layer.op == Op.MATMUL:
+        if layer.op == Op.MATMUL or layer.is_scale:
+            # A channel-wise scaling y = x * b as a product: dx = dy * b, db = sum over H x W of dy * x.
             a_edges = tuple(e for e in in_edges if e.port == "in")
             b_edges = tuple(e for e in in_edges if e.port == "b")
             if layer.has_weights or any(e.src not in net.inputs for e in b_edges):

@@ -13,6 +13,7 @@ from functools import partial
 from kapla.errors import NetworkError
 from kapla.workload.network import Network
 from kapla.workload.zoo.alexnet import alexnet
+from kapla.workload.zoo.efficientnet import efficientnet_b0
 from kapla.workload.zoo.googlenet import googlenet
 from kapla.workload.zoo.inception_v3 import inception_v3
 from kapla.workload.zoo.lstm import lstm_l, lstm_m
@@ -36,6 +37,7 @@ ZOO: dict[str, Callable[[int], Network]] = {
     "resnet152": resnet152,
     "resnet1001": resnet1001,  # pre-activation, CIFAR-10 (32x32)
     "mobilenet": mobilenet,
+    "efficientnet_b0": efficientnet_b0,
     "mlp_s": partial(mlp, "mlp_s"),
     "mlp_m": partial(mlp, "mlp_m"),
     "mlp_l": partial(mlp, "mlp_l"),
