@@ -123,7 +123,21 @@ def tilings(layer: Layer, arch: ArchSpec, dataflow: str) -> list[Tiling]:
 
 
 def estimate_cycles(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> float:
-    """An atom's compute cycles on one engine with every PE it can use busy (the annealing's estimate)."""
+    """An atom's cycles on one engine (the annealing's estimate): its compute with
+    every PE it can use busy, or the time its data take to cross the bus into the
+    PE array once each, whichever is longer."""
+    bus = atom_words(layer, tiling) / max(arch.bus_width_words, 1)
+    return max(_compute(layer, tiling, arch, dataflow), bus)
+
+
+def ideal_cycles(layer: Layer, tiling: Tiling, arch: ArchSpec) -> float:
+    """An atom's compute with every PE of the engine busy."""
+    rows_pe, cols_pe = arch.pe_array
+    ops = layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
+    return max(ops / (rows_pe * cols_pe), 1.0)
+
+
+def _compute(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> float:
     rows_pe, cols_pe = arch.pe_array
     ops = layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
     if layer.op not in (Op.CONV, Op.FC):
@@ -142,12 +156,23 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
            ) -> tuple[dict[str, Tiling], float]:
     """Algorithm 1: each layer's atom size, and the variance of the logarithm of
     the atoms' estimated cycles it reaches (seeded: the same for the same inputs)."""
-    options = {layer.name: [(math.log(max(estimate_cycles(layer, t, arch, dataflow), 1.0)), t)
-                            for t in tilings(layer, arch, dataflow)] for layer in layers}
+    options: dict[str, list[tuple[float, Tiling, float]]] = {}
+    for layer in layers:
+        opts = []
+        for t in tilings(layer, arch, dataflow):
+            cycles = max(estimate_cycles(layer, t, arch, dataflow), 1.0)
+            # how far it is from keeping every PE busy, in the same (log) units as the cycles
+            waste = math.log(cycles / ideal_cycles(layer, t, arch)) if layer.op in (Op.CONV, Op.FC) else 0.0
+            opts.append((math.log(cycles), t, max(waste, 0.0)))
+        options[layer.name] = opts
 
     def choose(target: float) -> dict[str, tuple[float, Tiling]]:
-        return {name: min(opts, key=lambda o: (abs(o[0] - target), -o[1].k, -o[1].rows))
-                for name, opts in options.items()}
+        # the size closest to the target, an atom that keeps its PEs less busy counting as further
+        out = {}
+        for name, opts in options.items():
+            c, t, _ = min(opts, key=lambda o: (abs(o[0] - target) + o[2], -o[1].k, -o[1].rows))
+            out[name] = (c, t)
+        return out
 
     def variance(chosen: dict[str, tuple[float, Tiling]]) -> float:
         logs = [c for c, _ in chosen.values()]
@@ -157,8 +182,8 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
     if not layers:
         return {}, 0.0
     rng = random.Random(seed)
-    lows = [min(c for c, _ in opts) for opts in options.values()]
-    highs = [max(c for c, _ in opts) for opts in options.values()]
+    lows = [min(c for c, _, _ in opts) for opts in options.values()]
+    highs = [max(c for c, _, _ in opts) for opts in options.values()]
     lo, hi = min(lows), max(highs)
     # atoms no smaller than a layer spread evenly over the engines, on (geometric) average: smaller
     # ones would balance the rounds no better and multiply the atoms to schedule and move
@@ -306,10 +331,11 @@ def check_supported(net: Network) -> None:
     if net.training:
         raise KaplaError("the atomic scheduler schedules inference only (Atomic Dataflow); drop --training")
     for layer in net:
-        if layer.op not in SUPPORTED:
-            raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({layer.op.value}) into "
-                             f"atoms: it cuts {', '.join(o.value for o in SUPPORTED)} layers")
+        if layer.op not in SUPPORTED or layer.operand is not None:
+            kind = f"{layer.op.value} by an fmap operand" if layer.operand is not None else layer.op.value
+            raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({kind}) into atoms yet: "
+                             f"it cuts {', '.join(o.value for o in SUPPORTED)} layers of one input fmap")
 
 
 __all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "atom_words", "atoms_of", "check_supported",
-           "estimate_cycles", "input_channels", "input_window", "reads", "tilings"]
+           "estimate_cycles", "ideal_cycles", "input_channels", "input_window", "reads", "tilings"]
