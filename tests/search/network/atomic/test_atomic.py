@@ -166,3 +166,15 @@ def test_the_cli_runs_it_and_writes_its_rounds(tmp_path):
     assert doc["valid"] and doc["scheduler"] == "atomic" and doc["atomic"]["timeline"]
     for key in ("throughput", "utilization", "noc_overhead", "reuse_ratio"):
         assert doc["atomic"][key] >= 0
+
+
+@settings(max_examples=6, deadline=None)
+@given(small_cnns())
+def test_the_layer_sequential_baseline_runs_one_layer_at_a_time(net):
+    result = kapla.schedule(net, SMALL, solver="layer-sequential", jobs=1)
+    assert result.valid and result.scheduler == "layer-sequential"
+    timeline = result.to_dict()["atomic"]["timeline"]
+    order = {layer.name: i for i, layer in enumerate(net)}
+    seen = [max(order[a.split("#")[0]] for a, _ in r["atoms"]) for r in timeline]
+    assert all(len({a.split("#")[0] for a, _ in r["atoms"]}) == 1 for r in timeline)  # one layer a round
+    assert seen == sorted(seen)  # in the layers' order

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kapla.search.network.atomic.scheduler import AtomicScheduler
+from kapla.search.network.atomic.scheduler import AtomicScheduler, LayerSequentialScheduler
 
 
 def register(registry: Any) -> None:
     registry.network_scheduler("atomic", "Atomic Dataflow: layers cut into atoms sized by simulated annealing, "
                                "rounds by a pruned DP over the atoms' DAG, snake mapping, furthest-next-use "
                                "write-backs; inference of CNNs", AtomicScheduler)
+    registry.network_scheduler("layer-sequential", "Atomic Dataflow's layer-sequential baseline on its round "
+                               "model: each layer cut evenly over the engines, one layer at a time",
+                               LayerSequentialScheduler)
     registry.solver("atomic", "Atomic Dataflow's graph-level scheduler of atoms (KAPLA's layer solver for each "
                     "atom on one engine)", "atomic", "kapla")
+    registry.solver("layer-sequential", "Atomic Dataflow's layer-sequential baseline, on the same round model as "
+                    "--solver atomic", "layer-sequential", "kapla")
 
 
-__all__ = ["AtomicScheduler", "register"]
+__all__ = ["AtomicScheduler", "LayerSequentialScheduler", "register"]

@@ -152,15 +152,17 @@ def _compute(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> flo
     return ops / (rows_pe * cols_pe * used)
 
 
-def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0, steps: int = 400
-           ) -> tuple[dict[str, Tiling], float]:
+def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0, steps: int = 400,
+           scale: dict[str, float] | None = None) -> tuple[dict[str, Tiling], float]:
     """Algorithm 1: each layer's atom size, and the variance of the logarithm of
-    the atoms' estimated cycles it reaches (seeded: the same for the same inputs)."""
+    the atoms' estimated cycles it reaches (seeded: the same for the same inputs).
+    ``scale``: per layer, how much longer its atoms took than estimated (the
+    evaluator's cycles over the estimate), to correct the estimates by."""
     options: dict[str, list[tuple[float, Tiling, float]]] = {}
     for layer in layers:
         opts = []
         for t in tilings(layer, arch, dataflow):
-            cycles = max(estimate_cycles(layer, t, arch, dataflow), 1.0)
+            cycles = max(estimate_cycles(layer, t, arch, dataflow) * (scale or {}).get(layer.name, 1.0), 1.0)
             # how far it is from keeping every PE busy, in the same (log) units as the cycles
             waste = math.log(cycles / ideal_cycles(layer, t, arch)) if layer.op in (Op.CONV, Op.FC) else 0.0
             opts.append((math.log(cycles), t, max(waste, 0.0)))
@@ -204,6 +206,24 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
                 best, best_energy = candidate, e
         temperature *= 0.99
     return {name: t for name, (_, t) in choose(best).items()}, best_energy
+
+
+def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str) -> dict[str, Tiling]:
+    """Layer-sequential sizes: each layer cut into about as many atoms as the
+    chip has engines (at least that many where it can be), the most even such
+    cut that fits the buffers."""
+    engines = arch.num_nodes
+    out = {}
+    for layer in layers:
+        counted = [(_count(layer, t), t) for t in tilings(layer, arch, dataflow)]
+        pool = [c for c in counted if c[0] >= engines] or counted
+        out[layer.name] = min(pool, key=lambda c: (abs(math.log(c[0] / engines)), -c[1].k, -c[1].rows))[1]
+    return out
+
+
+def _count(layer: Layer, t: Tiling) -> int:
+    """Atoms per sample of ``layer`` cut by ``t``."""
+    return math.ceil(layer.k / t.k) * math.ceil(layer.yo / t.rows) * (math.ceil(layer.c / t.c) if t.c else 1)
 
 
 def atoms_of(net: Network, sizes: dict[str, Tiling]) -> list[AtomSpec]:
@@ -337,5 +357,5 @@ def check_supported(net: Network) -> None:
                              f"it cuts {', '.join(o.value for o in SUPPORTED)} layers of one input fmap")
 
 
-__all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "atom_words", "atoms_of", "check_supported",
+__all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "even", "atom_words", "atoms_of", "check_supported",
            "estimate_cycles", "ideal_cycles", "input_channels", "input_window", "reads", "tilings"]

@@ -173,6 +173,25 @@ class RoundPlanner:
                 progress(max(s.count for s in states), total)
 
 
+def layer_by_layer(atoms: Sequence[Atom], groups: Sequence[tuple[int, int]], group_layer: Sequence[int],
+                   engines: int) -> list[tuple[int, ...]]:
+    """Layer-sequential rounds: one layer at a time (its atoms of every sample,
+    the samples side by side), ``engines`` atoms a round, in the layers' order;
+    a layer's partial sums before the atoms that add them up."""
+    by_layer: dict[int, list[int]] = {}
+    for (start, end), layer in zip(groups, group_layer, strict=True):
+        by_layer.setdefault(layer, []).extend(range(start, end))
+    rounds = []
+    for layer in sorted(by_layer):
+        mine = by_layer[layer]
+        names = {atoms[i].name for i in mine}
+        first = [i for i in mine if not any(p in names for p in atoms[i].reads)]
+        then = [i for i in mine if any(p in names for p in atoms[i].reads)]
+        for stage in (first, then):
+            rounds += [tuple(stage[i:i + engines]) for i in range(0, len(stage), engines)]
+    return rounds
+
+
 def snake(mesh: tuple[int, int]) -> list[int]:
     """The engines in snake order: row by row, every other row reversed."""
     rows, cols = mesh
@@ -276,4 +295,4 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
             for r, runs in enumerate(placed)]
 
 
-__all__ = ["FILLS", "RoundPlanner", "buffer", "place", "snake"]
+__all__ = ["FILLS", "RoundPlanner", "buffer", "layer_by_layer", "place", "snake"]

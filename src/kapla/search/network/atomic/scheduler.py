@@ -20,8 +20,18 @@ from kapla.model.rounds import Atom, Chip, Timeline
 from kapla.model.rounds import evaluate as evaluate_rounds
 from kapla.model.validity import Validity
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask
-from kapla.search.network.atomic.atoms import AtomSpec, _words, anneal, atoms_of, check_supported, reads
-from kapla.search.network.atomic.rounds import RoundPlanner, buffer, place
+from kapla.search.network.atomic.atoms import (
+    AtomSpec,
+    Tiling,
+    _words,
+    anneal,
+    atoms_of,
+    check_supported,
+    estimate_cycles,
+    even,
+    reads,
+)
+from kapla.search.network.atomic.rounds import RoundPlanner, buffer, layer_by_layer, place
 from kapla.search.result import LayerResult, ScheduleResult
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.problem import Problem
@@ -80,39 +90,68 @@ class AtomicScheduler(NetworkScheduler):
             raise KaplaError("atomic: beam must be at least 1 and anneal_steps at least 0")
         self.beam, self.anneal_steps, self.seed = beam, anneal_steps, seed
 
-    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
-        net, arch, objective = task.net, task.arch, task.objective.name
-        check_supported(net)
-        chip = chip_of(arch)
-        engine = arch.with_node_region(1, 1)
-        dataflow = arch.pe_unroll.text
-        sizes, _ = anneal(list(net), arch, dataflow, seed=self.seed, steps=self.anneal_steps)
-        specs = atoms_of(net, sizes)
-        inputs = reads(net, specs, sizes)
-        # each distinct atom shape is one layer problem on one engine
+    #: Annealing rounds: the first on the estimates, each next one on them corrected by the evaluator's cycles
+    CALIBRATIONS = 2
+
+    def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
+        return anneal(list(net), arch, arch.pe_unroll.text, seed=self.seed, steps=self.anneal_steps,
+                      scale=scale)[0]
+
+    @staticmethod
+    def _cost(specs: list[AtomSpec], net: Network, engine: ArchSpec, objective: str, layers: LayerService,
+              costs: dict[Any, tuple[Any, LayerCost]], progress) -> dict[str, Problem]:
+        """Each atom's layer problem, every distinct one solved and costed into ``costs`` (scheme, cost)."""
         problems: dict[str, Problem] = {}
         jobs = {}
         for a in specs:
             problem = Problem(atom_layer(net[a.layer], a), 1, engine, objective, ON_CHIP)
             problems[a.name] = problem
-            if problem.key not in jobs and not layers.known(problem.key, objective):
+            if problem.key not in costs and problem.key not in jobs and not layers.known(problem.key, objective):
                 jobs[problem.key] = (problem, (objective,))
-        progress = task.progress
 
         def solved(done: int, total: int) -> None:
             if progress is not None:
                 progress("solving atoms", done, total)
 
         layers.solve(jobs, solved)
-        costs: dict[Any, tuple[Any, LayerCost]] = {}
-        atoms: list[Atom] = []
-        for a in specs:
-            problem = problems[a.name]
+        for problem in problems.values():
             if problem.key not in costs:
                 scheme = layers.get(problem.key, objective)
                 if scheme is None:
                     raise no_scheme(problem.layer, 1, engine)
                 costs[problem.key] = (scheme, evaluate(scheme, engine, ON_CHIP))
+        return problems
+
+    def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
+               group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
+        planner = RoundPlanner(atoms, groups, group_layer, group_sample, _depths(net), engines, self.beam)
+        return planner.plan(None if progress is None else (lambda d, t: progress("scheduling rounds", d, t)))
+
+    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        net, arch, objective = task.net, task.arch, task.objective.name
+        check_supported(net)
+        chip = chip_of(arch)
+        engine = arch.with_node_region(1, 1)
+        progress = task.progress
+        costs: dict[Any, tuple[Any, LayerCost]] = {}
+        scale: dict[str, float] | None = None
+        for calibration in range(self.CALIBRATIONS):
+            sizes = self.sizes(net, arch, scale)
+            specs = atoms_of(net, sizes)
+            problems = self._cost(specs, net, engine, objective, layers, costs, progress)
+            if calibration + 1 < self.CALIBRATIONS:
+                # how much longer each layer's atoms took than the annealing estimated
+                dataflow = arch.pe_unroll.text
+                scale = {}
+                for name in sizes:
+                    first = next(a for a in specs if a.layer == name)
+                    real = costs[problems[first.name].key][1].time
+                    guess = estimate_cycles(net[name], _tiling_of(first), arch, dataflow)
+                    scale[name] = max(real, 1.0) / max(guess, 1.0)
+        inputs = reads(net, specs, sizes)
+        atoms: list[Atom] = []
+        for a in specs:
+            problem = problems[a.name]
             cost = costs[problem.key][1]
             layer = net[a.layer]
             in_w, weight_w, out_w = _words(layer, a.k[1] - a.k[0], a.rows[1] - a.rows[0],
@@ -125,12 +164,35 @@ class AtomicScheduler(NetworkScheduler):
         order = [layer.name for layer in net]
         index = {name: i for i, name in enumerate(order)}
         groups, group_layer, group_sample = _groups(specs, index)
-        planner = RoundPlanner(atoms, groups, group_layer, group_sample, _depths(net), chip.engines, self.beam)
-        rounds = planner.plan(None if progress is None else (lambda d, t: progress("scheduling rounds", d, t)))
+        rounds = self.rounds(atoms, groups, group_layer, group_sample, net, chip.engines, progress)
         placed = place(rounds, atoms, [index[a.layer] for a in atoms], chip)
         timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip), chip)
         return _result(net, arch, specs, atoms, costs, problems, timeline, placed, layers.solver.name, objective,
                        time.perf_counter() - task.start, self.name)
+
+
+class LayerSequentialScheduler(AtomicScheduler):
+    """Atomic Dataflow's layer-sequential baseline on the same round model: each
+    layer cut evenly over the engines, one layer at a time (the samples of a
+    batch side by side), mapped and written back as the atomic schedule is."""
+
+    name = "layer-sequential"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    CALIBRATIONS = 1
+
+    def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
+        return even(list(net), arch, arch.pe_unroll.text)
+
+    def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
+               group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
+        return layer_by_layer(atoms, groups, group_layer, engines)
+
+
+def _tiling_of(a: AtomSpec) -> Tiling:
+    return Tiling(a.k[1] - a.k[0], a.rows[1] - a.rows[0], a.c[1] - a.c[0] if a.c is not None else 0)
 
 
 def _groups(specs: list[AtomSpec], index: dict[str, int]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
@@ -217,4 +279,4 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
                           scheduler=scheduler, extra=extra)
 
 
-__all__ = ["AtomicScheduler", "atom_layer", "chip_of"]
+__all__ = ["AtomicScheduler", "LayerSequentialScheduler", "atom_layer", "chip_of"]
