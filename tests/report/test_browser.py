@@ -32,14 +32,7 @@ def test_alexnet_report_opens_draws_and_matches_its_json(tmp_path):
     doc = json.loads(json_path.read_text())
     assert CHROMIUM is not None, "KAPLA_REQUIRE_BROWSER is set but no Chromium is installed"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: errors.append(f"fetched {r.url}") if not r.url.startswith("file:") else None)
-        page.goto(page_path.as_uri())
-        assert errors == []
+        browser, page = _opened(p, page_path)
         for chart in ("#energy-total", "#energy-layers", "#timeline"):
             box = page.locator(chart).bounding_box()
             assert box is not None and box["width"] > 100 and box["height"] > 100, chart
@@ -93,6 +86,19 @@ def test_folded_regions_are_drawn_where_the_json_puts_them(tmp_path):
         browser.close()
 
 
+def _opened(p, page_path):
+    """Chromium with the page open, having logged no error and fetched nothing from outside."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: errors.append(f"fetched {r.url}") if not r.url.startswith("file:") else None)
+    page.goto(page_path.as_uri())
+    assert errors == []
+    return browser, page
+
+
 def test_a_sweep_report_shows_the_grid_as_a_heatmap_and_the_pareto_front(tmp_path):
     page_path, json_path = tmp_path / "x.html", tmp_path / "x.json"
     result = CliRunner().invoke(app, ["explore", "mlp_s", "--arch", "interstellar", "--batch", "2", "--jobs", "1",
@@ -102,14 +108,7 @@ def test_a_sweep_report_shows_the_grid_as_a_heatmap_and_the_pareto_front(tmp_pat
     doc = json.loads(json_path.read_text())
     assert CHROMIUM is not None, "KAPLA_REQUIRE_BROWSER is set but no Chromium is installed"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: errors.append(f"fetched {r.url}") if not r.url.startswith("file:") else None)
-        page.goto(page_path.as_uri())
-        assert errors == []
+        browser, page = _opened(p, page_path)
         for chart in ("#grid", "#pareto"):
             box = page.locator(chart).bounding_box()
             assert box is not None and box["width"] > 100 and box["height"] > 100, chart

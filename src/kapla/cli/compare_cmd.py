@@ -10,12 +10,10 @@ from kapla.cli.common import (
     check_output,
     check_plot_output,
     console,
-    emit_json,
-    err_console,
     output_options,
     progress_bar,
 )
-from kapla.cli.report_cmd import write_report
+from kapla.cli.report_cmd import write_outputs
 from kapla.cli.schedule_cmd import parse_options
 from kapla.errors import KaplaError
 from kapla.explore.compare import OK, Comparison, check_solvers, compare, plot
@@ -74,16 +72,8 @@ def compare_cmd(net: str, arch_name: str, solvers: str, batch: int | None, seq: 
     with progress_bar(f"comparing on {network.name}", network.name) as progress:
         result = compare(network, arch, names, objective=objective, budget=budget, seed=seed, jobs=jobs,
                          options=options, progress=progress, store=store_path)
-    if plot_path is not None:
-        plot(result, plot_path)
-        err_console.print(f"wrote {plot_path}")
-    if report_path is not None:
-        write_report(result.to_dict(), report_path)
-    if json_out is not None:
-        emit_json(result.to_dict(), json_out)
-        if json_out == "-":
-            return
-    _print(result)
+    if not write_outputs(result, plot, plot_path, report_path, json_out):
+        _print(result)
 
 
 def _print(result: Comparison) -> None:

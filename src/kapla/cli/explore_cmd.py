@@ -8,8 +8,8 @@ import click
 from rich.table import Table
 
 from kapla.arch import load_arch
-from kapla.cli.common import check_output, check_plot_output, console, emit_json, err_console, json_option, progress_bar
-from kapla.cli.report_cmd import write_report
+from kapla.cli.common import check_output, check_plot_output, console, json_option, progress_bar
+from kapla.cli.report_cmd import write_outputs
 from kapla.cli.schedule_cmd import parse_options
 from kapla.explore.executors import EXECUTORS
 from kapla.explore.explore import Exploration, explore, label, plot, shown
@@ -73,16 +73,7 @@ def run_sweep(net: str, arch_name: str, grid, batch: int | None, seq: int | None
         result = run(network, arch, solver=solver, options=parse_options(solver_options), objective=objective,
                      jobs=jobs if jobs is not None else _default_jobs(), executor=executor, address=ray_address,
                      store=store_path, progress=points)
-    if plot_path is not None:
-        plot(result, plot_path)
-        err_console.print(f"wrote {plot_path}")
-    if report_path is not None:
-        write_report(result.to_dict(), report_path)
-    if json_out is not None:
-        emit_json(result.to_dict(), json_out)
-        if json_out == "-":
-            return None
-    return result
+    return None if write_outputs(result, plot, plot_path, report_path, json_out) else result
 
 
 @click.command("explore")

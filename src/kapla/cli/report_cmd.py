@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kapla.cli.common import check_output, err_console
+from kapla.cli.common import check_output, emit_json, err_console
 from kapla.errors import KaplaError
 from kapla.report import render
 
@@ -48,3 +50,18 @@ def write_report(doc: dict, target: str, source: str = "the result") -> None:
     except OSError as exc:
         raise KaplaError(f"cannot write the report to {target}: {exc.strerror}") from None
     err_console.print(f"wrote {target}")
+
+
+def write_outputs(result: Any, plot: Callable[[Any, str], None] | None, plot_path: str | None,
+                  report_path: str | None, json_out: str | None) -> bool:
+    """A solving command's files beside its tables: the plot, the HTML report and
+    the JSON (to stdout for ``-``); True when the JSON went to stdout (no tables then)."""
+    if plot_path is not None and plot is not None:
+        plot(result, plot_path)
+        err_console.print(f"wrote {plot_path}")
+    if report_path is not None:
+        write_report(result.to_dict(), report_path)
+    if json_out is not None:
+        emit_json(result.to_dict(), json_out)
+        return json_out == "-"
+    return False

@@ -34,13 +34,7 @@ def stacked_bar_plot(labels: Sequence[str], series: Mapping[str, Sequence[float]
     if len(labels) > 6:
         ax.tick_params(axis="x", labelrotation=60, labelsize="small")
     ax.legend(fontsize="small", ncols=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    try:
-        fig.savefig(target, bbox_inches="tight")
-    except OSError as exc:
-        raise KaplaError(f"cannot write the plot to {path}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    _save(fig, plt, target, path)
 
 
 def plot_schedule(doc: dict[str, Any], path: str | Path) -> None:
@@ -155,8 +149,9 @@ def _dataflow_plot(doc: dict[str, Any], names: list[str], target: Path, plt: Any
     _save(fig, plt, target, str(target), f"{doc['network']} on {doc['arch']}: dataflows (batch {doc['batch']})")
 
 
-def _save(fig: Any, plt: Any, target: Path, path: str | Path, title: str) -> None:
-    fig.suptitle(title, fontsize="medium")
+def _save(fig: Any, plt: Any, target: Path, path: str | Path, title: str | None = None) -> None:
+    if title is not None:
+        fig.suptitle(title, fontsize="medium")
     fig.tight_layout()
     try:
         fig.savefig(target, bbox_inches="tight")
