@@ -70,7 +70,8 @@ def decoders(draw):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(net=decoders(), arch=st.sampled_from(list_presets()))
+# atomic_yx is atomic's chip with another PE mapping: one of them stands for both
+@given(net=decoders(), arch=st.sampled_from([p for p in list_presets() if p != "atomic_yx"]))
 def test_no_schedule_beats_its_floors(net, arch):
     """Prefill and decode of any sequence length on any preset: the time is never below the operations
     over the PEs, nor below the weights (unless pinned), KV cache, inputs and outputs over the DRAM

@@ -16,8 +16,8 @@ runner = CliRunner()
 def test_list():
     result = runner.invoke(app, ["arch", "list"])
     assert result.exit_code == 0
-    assert result.stdout.split() == ["edge", "eyeriss", "interstellar", "multinode", "multinode_4x4",
-                                     "multinode_nndataflow", "simba"]
+    assert result.stdout.split() == ["atomic", "atomic_yx", "edge", "eyeriss", "interstellar", "multinode",
+                                     "multinode_4x4", "multinode_nndataflow", "simba"]
 
 
 def test_show_preset():

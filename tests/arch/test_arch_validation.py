@@ -84,7 +84,7 @@ def test_top_level_must_be_mapping(write_yaml):
 
 def test_missing_file_and_unknown_name(tmp_path):
     assert load_error(tmp_path / "nope.yaml").endswith("nope.yaml: no such file")
-    assert "unknown hardware 'nope': not a preset (edge, eyeriss, interstellar, multinode" \
+    assert "unknown hardware 'nope': not a preset (atomic, atomic_yx, edge, eyeriss, interstellar, multinode" \
         in load_error("nope")
     assert "unsupported file type '.txt'" in load_error(tmp_path / "hw.txt")
 
