@@ -233,15 +233,17 @@ def atoms_of(net: Network, sizes: dict[str, Tiling]) -> list[AtomSpec]:
         for layer in net:
             t = sizes[layer.name]
             # row blocks outermost: a layer's first rows are whole first, so its consumers can start;
-            # a block's partial sums side by side, the last one adding up the others
+            # a row block's partial sums side by side, then the atoms that add them up (so that the
+            # atoms ready at any time come first in the layer's order)
             for r0 in range(0, layer.yo, t.rows):
-                for k0 in range(0, layer.k, t.k):
-                    k, rows = (k0, min(layer.k, k0 + t.k)), (r0, min(layer.yo, r0 + t.rows))
-                    if not t.c:
-                        out.append(AtomSpec(layer.name, sample, k, rows))
-                        continue
-                    for c0 in range(0, layer.c, t.c):
-                        out.append(AtomSpec(layer.name, sample, k, rows, (c0, min(layer.c, c0 + t.c)), layer.c))
+                rows = (r0, min(layer.yo, r0 + t.rows))
+                blocks = [(k0, min(layer.k, k0 + t.k)) for k0 in range(0, layer.k, t.k)]
+                if not t.c:
+                    out += [AtomSpec(layer.name, sample, k, rows) for k in blocks]
+                    continue
+                parts = [(c0, min(layer.c, c0 + t.c)) for c0 in range(0, layer.c, t.c)]
+                out += [AtomSpec(layer.name, sample, k, rows, c, layer.c) for k in blocks for c in parts[:-1]]
+                out += [AtomSpec(layer.name, sample, k, rows, parts[-1], layer.c) for k in blocks]
     return out
 
 
