@@ -45,11 +45,10 @@ FILLS = ("depth", "balance", "critical")
 
 @dataclass
 class _State:
-    ptr: np.ndarray  # per group, the index of its next atom
-    pending: np.ndarray  # per atom, producers not yet run
+    ptr: np.ndarray  # per group, the index of its next atom (what has run: every group's atoms before it)
     cycles: float
     last: frozenset[int]  # layers the last round ran
-    path: tuple[tuple[int, ...], ...]  # atoms per round
+    path: tuple | None  # the rounds so far, last first: (its atoms, the path before it), None for none
     work: float = 0.0  # cycles of the atoms run so far, all engines
     count: int = 0  # atoms run so far
 
@@ -74,14 +73,10 @@ class RoundPlanner:
             self.group_of[s:e] = g
         self.cycles = np.array([a.cycles for a in atoms], dtype=np.float64)
         producers = [sorted({index[p] for p in a.reads}) for a in atoms]
-        self.pending0 = np.array([len(p) for p in producers], dtype=np.int64)
-        consumers: list[list[int]] = [[] for _ in atoms]
-        for i, ps in enumerate(producers):
-            for p in ps:
-                consumers[p].append(i)
-        self.cons_ptr = np.zeros(len(atoms) + 1, dtype=np.int64)
-        self.cons_ptr[1:] = np.cumsum([len(c) for c in consumers])
-        self.cons_idx = np.array([c for cs in consumers for c in cs], dtype=np.int64)
+        self.prod_ptr = np.zeros(len(atoms) + 1, dtype=np.int64)
+        self.prod_ptr[1:] = np.cumsum([len(p) for p in producers])
+        self.prod_idx = np.array([p for ps in producers for p in ps], dtype=np.int64)
+        self.prod_group = self.group_of[self.prod_idx] if len(self.prod_idx) else self.prod_idx
         # the work behind each group: its own and that of the layers after it (critical path, per sample)
         work = np.zeros(len(groups))
         for g, (s, e) in enumerate(groups):
@@ -89,19 +84,34 @@ class RoundPlanner:
         self.work_left = work
         self.total = float(self.cycles.sum())
 
+    def _ready(self, st: _State, atoms: np.ndarray) -> np.ndarray:
+        """Which of ``atoms`` have every producer run (a producer has run when its
+        group's pointer is past it)."""
+        lo, hi = self.prod_ptr[atoms], self.prod_ptr[atoms + 1]
+        counts = hi - lo
+        if counts.sum() == 0:
+            return np.ones(len(atoms), dtype=bool)
+        at = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        done = st.ptr[self.prod_group[at]] > self.prod_idx[at]
+        # per atom: all of its producers done (an atom with none is ready)
+        bad = np.zeros(len(atoms), dtype=np.int64)
+        np.add.at(bad, np.repeat(np.arange(len(atoms)), counts), ~done)
+        return bad == 0
+
     def _ready_groups(self, st: _State) -> np.ndarray:
-        live = st.ptr < self.end
-        heads = np.where(live, st.ptr, 0)
-        return np.flatnonzero(live & (st.pending[heads] == 0))
+        live = np.flatnonzero(st.ptr < self.end)
+        return live[self._ready(st, st.ptr[live])]
 
     def _take(self, st: _State, order: Sequence[int]) -> list[int]:
         """Up to one atom per engine from the groups in ``order``, each group's ready atoms in its order."""
         chosen: list[int] = []
         for g in order:
             i, end = int(st.ptr[g]), int(self.end[g])
-            while i < end and st.pending[i] == 0 and len(chosen) < self.engines:
-                chosen.append(i)
-                i += 1
+            span = np.arange(i, min(end, i + self.engines - len(chosen)))
+            ready = self._ready(st, span)
+            # the group's atoms up to its first one not ready
+            stop = int(np.argmin(ready)) if not ready.all() else len(span)
+            chosen += span[:stop].tolist()
             if len(chosen) == self.engines:
                 break
         return chosen
@@ -118,7 +128,7 @@ class RoundPlanner:
         same_sample = (self.group_sample[ready] == low_sample) & ~in_last & ~same_depth
         priority = np.where(in_last, 0, np.where(same_depth, 1, np.where(same_sample, 2, 3)))
         heads = st.ptr[ready]
-        last_cycles = float(np.mean(self.cycles[list(st.path[-1])])) if st.path else float(
+        last_cycles = float(np.mean(self.cycles[list(st.path[0])])) if st.path else float(
             np.median(self.cycles[heads]))
         keys = {
             "depth": np.lexsort((ready, self.depth[ready], self.group_sample[ready], priority)),
@@ -137,26 +147,28 @@ class RoundPlanner:
         return fills
 
     def _step(self, st: _State, chosen: list[int]) -> _State:
-        ptr, pending = st.ptr.copy(), st.pending.copy()
-        for i in chosen:
-            g = self.group_of[i]
-            ptr[g] = max(ptr[g], i + 1)
-            c = self.cons_idx[self.cons_ptr[i]:self.cons_ptr[i + 1]]
-            np.subtract.at(pending, c, 1)
-        # a group's pointer skips atoms a round took beyond its head
-        took = self.cycles[chosen]
-        return _State(ptr, pending, st.cycles + float(took.max()),
-                      frozenset(self.group_layer[self.group_of[chosen]].tolist()), st.path + (tuple(chosen),),
+        ptr = st.ptr.copy()
+        picked = np.asarray(chosen, dtype=np.int64)
+        # a group's pointer moves past the last of its atoms the round took (they are its next ones)
+        np.maximum.at(ptr, self.group_of[picked], picked + 1)
+        took = self.cycles[picked]
+        return _State(ptr, st.cycles + float(took.max()),
+                      frozenset(self.group_layer[self.group_of[chosen]].tolist()), (tuple(chosen), st.path),
                       st.work + float(took.sum()), st.count + len(chosen))
 
     def plan(self, progress: Callable[[int, int], None] | None = None) -> list[tuple[int, ...]]:
         """The rounds (atom indices each), the cheapest the pruned program finds."""
-        states = [_State(self.start.copy(), self.pending0.copy(), 0.0, frozenset(), ())]
+        states = [_State(self.start.copy(), 0.0, frozenset(), None)]
         total = len(self.atoms)
         while True:
             finished = [s for s in states if bool(np.all(s.ptr >= self.end))]
             if finished:
-                return list(min(finished, key=lambda s: s.cycles).path)
+                rounds: list[tuple[int, ...]] = []
+                node = min(finished, key=lambda s: s.cycles).path
+                while node is not None:
+                    rounds.append(node[0])
+                    node = node[1]
+                return rounds[::-1]
             merged: dict[bytes, _State] = {}
             for st in states:
                 for chosen in self._fills(st):
