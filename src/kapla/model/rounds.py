@@ -220,11 +220,20 @@ def _occupancy(atoms: Mapping[str, Atom], rounds: Sequence[Round], ran: Mapping[
                where: Mapping[str, int]):
     """(round, engine, words in its buffer during the round) for every engine that holds anything."""
     until = _kept_until(atoms, rounds, ran)
+    # an output is kept in the rounds after its own up to ``until``: added then, dropped after
+    arrive: dict[int, list[str]] = {}
+    leave: dict[int, list[str]] = {}
+    for name, first in ran.items():
+        if until[name] > first:
+            arrive.setdefault(first + 1, []).append(name)
+            leave.setdefault(until[name] + 1, []).append(name)
+    kept: dict[int, int] = {}
     for r, rnd in enumerate(rounds):
-        held: dict[int, int] = {}
-        for name, first in ran.items():
-            if first < r <= until[name]:  # kept from an earlier round
-                held[where[name]] = held.get(where[name], 0) + atoms[name].out_words
+        for name in leave.get(r, []):
+            kept[where[name]] -= atoms[name].out_words
+        for name in arrive.get(r, []):
+            kept[where[name]] = kept.get(where[name], 0) + atoms[name].out_words
+        held = {e: w for e, w in kept.items() if w}
         for name, engine in rnd.runs:
             held[engine] = held.get(engine, 0) + max(atoms[name].work_words, atoms[name].out_words)
         for engine, used in sorted(held.items()):

@@ -31,6 +31,8 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.workload.layer import Layer, Merge, Op
@@ -158,22 +160,25 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
     the atoms' estimated cycles it reaches (seeded: the same for the same inputs).
     ``scale``: per layer, how much longer its atoms took than estimated (the
     evaluator's cycles over the estimate), to correct the estimates by."""
-    options: dict[str, list[tuple[float, Tiling, float]]] = {}
+    options: dict[str, tuple[list[Tiling], np.ndarray, np.ndarray]] = {}
     for layer in layers:
-        opts = []
-        for t in tilings(layer, arch, dataflow):
+        # larger atoms first: among equally good sizes the first (largest) is taken
+        sizes = sorted(tilings(layer, arch, dataflow), key=lambda t: (-t.k, -t.rows, -t.c))
+        logs, waste = [], []
+        for t in sizes:
             cycles = max(estimate_cycles(layer, t, arch, dataflow) * (scale or {}).get(layer.name, 1.0), 1.0)
+            logs.append(math.log(cycles))
             # how far it is from keeping every PE busy, in the same (log) units as the cycles
-            waste = math.log(cycles / ideal_cycles(layer, t, arch)) if layer.op in (Op.CONV, Op.FC) else 0.0
-            opts.append((math.log(cycles), t, max(waste, 0.0)))
-        options[layer.name] = opts
+            waste.append(max(math.log(cycles / ideal_cycles(layer, t, arch)), 0.0)
+                         if layer.op in (Op.CONV, Op.FC) else 0.0)
+        options[layer.name] = (sizes, np.array(logs), np.array(waste))
 
     def choose(target: float) -> dict[str, tuple[float, Tiling]]:
         # the size closest to the target, an atom that keeps its PEs less busy counting as further
         out = {}
-        for name, opts in options.items():
-            c, t, _ = min(opts, key=lambda o: (abs(o[0] - target) + o[2], -o[1].k, -o[1].rows))
-            out[name] = (c, t)
+        for name, (sizes, logs, waste) in options.items():
+            best = int(np.argmin(np.abs(logs - target) + waste))
+            out[name] = (float(logs[best]), sizes[best])
         return out
 
     def variance(chosen: dict[str, tuple[float, Tiling]]) -> float:
@@ -184,8 +189,8 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
     if not layers:
         return {}, 0.0
     rng = random.Random(seed)
-    lows = [min(c for c, _, _ in opts) for opts in options.values()]
-    highs = [max(c for c, _, _ in opts) for opts in options.values()]
+    lows = [float(logs.min()) for _, logs, _ in options.values()]
+    highs = [float(logs.max()) for _, logs, _ in options.values()]
     lo, hi = min(lows), max(highs)
     # atoms no smaller than a layer spread evenly over the engines, on (geometric) average: smaller
     # ones would balance the rounds no better and multiply the atoms to schedule and move

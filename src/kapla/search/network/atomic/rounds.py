@@ -219,6 +219,8 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
     """Each round's atoms on engines (see the module): (atom index, engine)."""
     path = snake(chip.mesh)
     index = {a.name: i for i, a in enumerate(atoms)}
+    hops = [[chip.hops(a, b) for b in range(chip.engines)] for a in range(chip.engines)]
+    feeds = [[(index[p], words) for p, words in a.inputs if p is not None] for a in atoms]
     where: dict[int, int] = {}
     holds: dict[int, str | None] = {}  # the weights each engine ran with in the round before
     out = []
@@ -236,9 +238,8 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
                 assign = _assign(seq, atoms, path, offset, holds)
                 cost = 0.0
                 for i, engine in assign:
-                    for p, words in atoms[i].inputs:
-                        if p is not None:
-                            cost += words * chip.hops(where[index[p]], engine) * chip.hop_j
+                    to = hops[engine]
+                    cost += sum(words * to[where[p]] for p, words in feeds[i]) * chip.hop_j
                     if atoms[i].weight_block is None or holds.get(engine) != atoms[i].weight_block:
                         cost += atoms[i].weight_words * chip.dram_j
                 if best is None or cost < best[0]:

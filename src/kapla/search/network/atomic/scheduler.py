@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -100,26 +101,32 @@ class AtomicScheduler(NetworkScheduler):
     @staticmethod
     def _cost(specs: list[AtomSpec], net: Network, engine: ArchSpec, objective: str, layers: LayerService,
               costs: dict[Any, tuple[Any, LayerCost]], progress) -> dict[str, Problem]:
-        """Each atom's layer problem, every distinct one solved and costed into ``costs`` (scheme, cost)."""
+        """Each atom's layer problem (by its key: the problem without the layer's name),
+        every distinct one solved and costed into ``costs`` (scheme, cost)."""
         problems: dict[str, Problem] = {}
         jobs = {}
+        shapes: dict[tuple, Problem] = {}  # atoms of one shape are one problem
         for a in specs:
-            problem = Problem(atom_layer(net[a.layer], a), 1, engine, objective, ON_CHIP)
-            problems[a.name] = problem
-            if problem.key not in costs and problem.key not in jobs and not layers.known(problem.key, objective):
-                jobs[problem.key] = (problem, (objective,))
+            shape = (a.layer, a.k[1] - a.k[0], a.rows[1] - a.rows[0], a.c[1] - a.c[0] if a.c is not None else 0)
+            key = shapes.get(shape)
+            if key is None:
+                problem = Problem(atom_layer(net[a.layer], a), 1, engine, objective, ON_CHIP)
+                key = shapes[shape] = problem.key
+                if key not in costs and key not in jobs and not layers.known(key, objective):
+                    jobs[key] = (problem, (objective,))
+            problems[a.name] = key
 
         def solved(done: int, total: int) -> None:
             if progress is not None:
                 progress("solving atoms", done, total)
 
         layers.solve(jobs, solved)
-        for problem in problems.values():
-            if problem.key not in costs:
-                scheme = layers.get(problem.key, objective)
+        for key in shapes.values():
+            if key not in costs:
+                scheme = layers.get(key, objective)
                 if scheme is None:
-                    raise no_scheme(problem.layer, 1, engine)
-                costs[problem.key] = (scheme, evaluate(scheme, engine, ON_CHIP))
+                    raise no_scheme(key.layer, 1, engine)
+                costs[key] = (scheme, evaluate(scheme, engine, ON_CHIP))
         return problems
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
@@ -145,14 +152,14 @@ class AtomicScheduler(NetworkScheduler):
                 scale = {}
                 for name in sizes:
                     first = next(a for a in specs if a.layer == name)
-                    real = costs[problems[first.name].key][1].time
+                    real = costs[problems[first.name]][1].time
                     guess = estimate_cycles(net[name], _tiling_of(first), arch, dataflow)
                     scale[name] = max(real, 1.0) / max(guess, 1.0)
         inputs = reads(net, specs, sizes)
         atoms: list[Atom] = []
         for a in specs:
             problem = problems[a.name]
-            cost = costs[problem.key][1]
+            cost = costs[problem][1]
             layer = net[a.layer]
             in_w, weight_w, out_w = _words(layer, a.k[1] - a.k[0], a.rows[1] - a.rows[0],
                                            a.c[1] - a.c[0] if a.c is not None else 0)
@@ -216,22 +223,23 @@ def _depths(net: Network) -> list[int]:
     return [depth[layer.name] for layer in net]
 
 
-def _sum(costs: list[LayerCost], name: str) -> LayerCost:
+def _sum(costs: list[tuple[LayerCost, int]], name: str) -> LayerCost:
+    """A layer's cost on its engines: its atoms' own costs (each cost times the atoms that have it)."""
     energy: dict[str, float] = {}
     accesses: dict[str, dict[str, float]] = {}
-    for c in costs:
+    for c, n in costs:
         for part, j in c.energy.items():
             if part not in MOVED:
-                energy[part] = energy.get(part, 0.0) + j
+                energy[part] = energy.get(part, 0.0) + j * n
         for level, per in c.accesses.items():
             if level == "DRAM":
                 continue
             into = accesses.setdefault(level, {})
             for kind, words in per.items():
-                into[kind] = into.get(kind, 0.0) + words
-    reasons = tuple(p for c in costs for p in c.validity.reasons)
-    return LayerCost(layer=name, validity=Validity(reasons), ops=sum(c.ops for c in costs), accesses=accesses,
-                     energy=energy, time=float(sum(c.time for c in costs)))
+                into[kind] = into.get(kind, 0.0) + words * n
+    reasons = tuple(dict.fromkeys(p for c, _ in costs for p in c.validity.reasons))
+    return LayerCost(layer=name, validity=Validity(reasons), ops=sum(c.ops * n for c, n in costs),
+                     accesses=accesses, energy=energy, time=float(sum(c.time * n for c, n in costs)))
 
 
 def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Atom], costs: dict, problems: dict,
@@ -244,13 +252,13 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
     energy: dict[str, float] = {}
     for layer in net:
         mine = by_layer[layer.name]
-        layer_costs = [costs[problems[specs[i].name].key][1] for i in mine]
-        total = _sum(layer_costs, layer.name)
+        keys = Counter(problems[specs[i].name] for i in mine)
+        total = _sum([(costs[key][1], n) for key, n in keys.items()], layer.name)
         for part, j in total.energy.items():
             energy[part] = energy.get(part, 0.0) + j
         # the scheme shown for a layer: that of its largest atom
         biggest = max(mine, key=lambda i: (atoms[i].macs, -i))
-        scheme = costs[problems[specs[biggest].name].key][0]
+        scheme = costs[problems[specs[biggest].name]][0]
         results.append(LayerResult(layer.name, scheme, total, ((0, 0), arch.node_array),
                                    pes=arch.num_pes, chip_nodes=arch.num_nodes))
     for part in ("NoC", "DRAM", STATIC):
