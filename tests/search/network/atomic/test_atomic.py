@@ -178,3 +178,23 @@ def test_the_layer_sequential_baseline_runs_one_layer_at_a_time(net):
     seen = [max(order[a.split("#")[0]] for a, _ in r["atoms"]) for r in timeline]
     assert all(len({a.split("#")[0] for a, _ in r["atoms"]}) == 1 for r in timeline)  # one layer a round
     assert seen == sorted(seen)  # in the layers' order
+
+
+def test_cnn_partition_binds_runs_of_layers_to_blocks_of_engines_and_pipelines_samples():
+    net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=3)
+    result = kapla.schedule(net, SMALL, solver="cnn-partition", solver_options={"clusters": 2}, jobs=1)
+    assert result.valid
+    info = result.to_dict()["atomic"]
+    assert info["clusters"] == 2
+    engines: dict[str, set[int]] = {}
+    for r in info["timeline"]:
+        for atom, engine in r["atoms"]:
+            engines.setdefault(atom.split("#")[0], set()).add(engine)
+    # a block's layers on its half of the engines (the snake's first or second half), never both
+    halves = [{0, 1}, {3, 2}]
+    assert all(any(used <= half for half in halves) for used in engines.values())
+    assert any(used <= halves[0] for used in engines.values()) and any(used <= halves[1] for used in engines.values())
+    # two samples in flight at once: some round runs atoms of two samples
+    assert any(len({a.split("#")[1].split(":")[0] for a, _ in r["atoms"]}) > 1 for r in info["timeline"])
+    with pytest.raises(KaplaError, match="option 'clusters' must be a whole number of at least 1"):
+        kapla.schedule(net, SMALL, solver="cnn-partition", solver_options={"clusters": -1}, jobs=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kapla.search.network.atomic.scheduler import AtomicScheduler, LayerSequentialScheduler
+from kapla.search.network.atomic.scheduler import AtomicScheduler, CnnPartitionScheduler, LayerSequentialScheduler
 
 
 def register(registry: Any) -> None:
@@ -17,10 +17,15 @@ def register(registry: Any) -> None:
     registry.network_scheduler("layer-sequential", "Atomic Dataflow's layer-sequential baseline on its round "
                                "model: each layer cut evenly over the engines, one layer at a time",
                                LayerSequentialScheduler)
+    registry.network_scheduler("cnn-partition", "Atomic Dataflow's CNN-Partition baseline on its round model: the "
+                               "engines in blocks, each bound to a run of layers, samples pipelined through DRAM",
+                               CnnPartitionScheduler)
+    registry.solver("cnn-partition", "Atomic Dataflow's CNN-Partition baseline, on the same round model as "
+                    "--solver atomic (option clusters; by default the best of 1, 2 and 4)", "cnn-partition", "kapla")
     registry.solver("atomic", "Atomic Dataflow's graph-level scheduler of atoms (KAPLA's layer solver for each "
                     "atom on one engine)", "atomic", "kapla")
     registry.solver("layer-sequential", "Atomic Dataflow's layer-sequential baseline, on the same round model as "
                     "--solver atomic", "layer-sequential", "kapla")
 
 
-__all__ = ["AtomicScheduler", "LayerSequentialScheduler", "register"]
+__all__ = ["AtomicScheduler", "CnnPartitionScheduler", "LayerSequentialScheduler", "register"]

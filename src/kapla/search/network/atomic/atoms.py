@@ -213,11 +213,11 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
     return {name: t for name, (_, t) in choose(best).items()}, best_energy
 
 
-def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str) -> dict[str, Tiling]:
+def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, engines: int | None = None) -> dict[str, Tiling]:
     """Layer-sequential sizes: each layer cut into about as many atoms as the
-    chip has engines (at least that many where it can be), the most even such
-    cut that fits the buffers."""
-    engines = arch.num_nodes
+    chip has engines (or ``engines``; at least that many where it can be), the
+    most even such cut that fits the buffers."""
+    engines = engines or arch.num_nodes
     out = {}
     for layer in layers:
         counted = [(_count(layer, t), t) for t in tilings(layer, arch, dataflow)]

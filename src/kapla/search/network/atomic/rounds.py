@@ -279,8 +279,10 @@ def _assign(seq: Sequence[int], atoms: Sequence[Atom], path: Sequence[int], offs
     return [(i, placed[i] if i in placed else next(rest)) for i in seq]
 
 
-def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], chip: Chip) -> list[Round]:
-    """The rounds with Algorithm 3's write-backs: no engine over its buffer."""
+def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], chip: Chip,
+           through_dram: frozenset[int] = frozenset()) -> list[Round]:
+    """The rounds with Algorithm 3's write-backs: no engine over its buffer
+    (and the outputs of ``through_dram`` written back right after their round)."""
     index = {a.name: i for i, a in enumerate(atoms)}
     ran = {i: r for r, runs in enumerate(placed) for i, _ in runs}
     uses: dict[int, list[int]] = {}
@@ -302,7 +304,9 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
                 evict[r - 1].append(victim)  # r > 0: round 0 keeps nothing yet
                 del held[victim]
         for i, engine in runs:
-            if i in last and last[i] > r:
+            if i in through_dram:
+                evict[r].append(i)
+            elif i in last and last[i] > r:
                 kept.setdefault(engine, {})[i] = last[i]
     return [Round(tuple((atoms[i].name, engine) for i, engine in runs), tuple(atoms[j].name for j in evict[r]))
             for r, runs in enumerate(placed)]

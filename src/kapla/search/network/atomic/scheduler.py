@@ -32,7 +32,7 @@ from kapla.search.network.atomic.atoms import (
     even,
     reads,
 )
-from kapla.search.network.atomic.rounds import RoundPlanner, buffer, layer_by_layer, place
+from kapla.search.network.atomic.rounds import RoundPlanner, buffer, layer_by_layer, place, snake
 from kapla.search.result import LayerResult, ScheduleResult
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.problem import Problem
@@ -134,6 +134,14 @@ class AtomicScheduler(NetworkScheduler):
         planner = RoundPlanner(atoms, groups, group_layer, group_sample, _depths(net), engines, self.beam)
         return planner.plan(None if progress is None else (lambda d, t: progress("scheduling rounds", d, t)))
 
+    def placed(self, rounds: list[tuple[int, ...]], atoms: list[Atom], layer_of: list[int], chip: Chip
+               ) -> list[list[tuple[int, int]]]:
+        return place(rounds, atoms, layer_of, chip)
+
+    def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
+        """Atoms whose outputs go to DRAM whatever the buffers hold (none here)."""
+        return frozenset()
+
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
         net, arch, objective = task.net, task.arch, task.objective.name
         check_supported(net)
@@ -172,8 +180,8 @@ class AtomicScheduler(NetworkScheduler):
         index = {name: i for i, name in enumerate(order)}
         groups, group_layer, group_sample = _groups(specs, index)
         rounds = self.rounds(atoms, groups, group_layer, group_sample, net, chip.engines, progress)
-        placed = place(rounds, atoms, [index[a.layer] for a in atoms], chip)
-        timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip), chip)
+        placed = self.placed(rounds, atoms, [index[a.layer] for a in atoms], chip)
+        timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip, self.through_dram(atoms, net)), chip)
         return _result(net, arch, specs, atoms, costs, problems, timeline, placed, layers.solver.name, objective,
                        time.perf_counter() - task.start, self.name)
 
@@ -196,6 +204,97 @@ class LayerSequentialScheduler(AtomicScheduler):
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
         return layer_by_layer(atoms, groups, group_layer, engines)
+
+
+class CnnPartitionScheduler(AtomicScheduler):
+    """Atomic Dataflow's CNN-Partition baseline on the same round model: the
+    engines split into ``clusters`` blocks along the snake, the layers into as
+    many runs of consecutive layers of about equal work, each run bound to a
+    block; a block runs its layers one at a time (cut evenly over its engines)
+    on one sample while the next block runs its layers on the sample before,
+    the data between blocks through DRAM. ``clusters`` 0 (the default): the
+    fastest of 1, 2 and 4 (1 is layer-sequential: at batch 1 there is nothing
+    to pipeline)."""
+
+    name = "cnn-partition"
+
+    def __init__(self, clusters: int = 0) -> None:
+        super().__init__()
+        if clusters < 0:
+            raise KaplaError("cnn-partition: clusters must be 0 (the best of 1, 2, 4) or more")
+        self.clusters = clusters
+        self._p = max(clusters, 1)
+        self._cluster: dict[str, int] = {}
+
+    CALIBRATIONS = 1
+
+    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        if self.clusters:
+            return self._one(task, layers, self.clusters)
+        options = [p for p in (1, 2, 4) if p <= task.arch.num_nodes and p <= len(task.net.layers)]
+        results = [self._one(task, layers, p) for p in options]
+        return min(results, key=lambda r: (not r.valid, r.time))
+
+    def _one(self, task: NetworkTask, layers: LayerService, p: int) -> ScheduleResult:
+        self._p = p
+        work = [layer.macs or layer.ops for layer in task.net]
+        total, run, at = sum(work) or 1, 0.0, 0
+        self._cluster = {}
+        for layer, w in zip(task.net, work, strict=True):
+            # a new block once this one holds its share of the work (and later blocks have layers left)
+            if run >= total * (at + 1) / p and at < p - 1:
+                at += 1
+            self._cluster[layer.name] = at
+            run += w
+        result = AtomicScheduler.schedule(self, task, layers)
+        result.extra["atomic"]["clusters"] = p
+        return result
+
+    def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
+        return even(list(net), arch, arch.pe_unroll.text, max(arch.num_nodes // self._p, 1))
+
+    def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
+               group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
+        per = max(engines // self._p, 1)
+        names = [layer.name for layer in net]
+        samples = max(group_sample) + 1 if group_sample else 0
+        out: list[tuple[int, ...]] = []
+        for step in range(samples + self._p - 1):
+            lanes = []
+            for c in range(self._p):
+                s = step - c
+                mine = [g for g, (layer, sample) in enumerate(zip(group_layer, group_sample, strict=True))
+                        if sample == s and self._cluster[names[layer]] == c]
+                lane = layer_by_layer(atoms, [groups[g] for g in mine], [group_layer[g] for g in mine], per)
+                lanes.append(lane)
+            for k in range(max((len(lane) for lane in lanes), default=0)):
+                out.append(tuple(i for lane in lanes if k < len(lane) for i in lane[k]))
+        return out
+
+    def placed(self, rounds: list[tuple[int, ...]], atoms: list[Atom], layer_of: list[int], chip: Chip
+               ) -> list[list[tuple[int, int]]]:
+        path = snake(chip.mesh)
+        per = max(chip.engines // self._p, 1)
+        out = []
+        for chosen in rounds:
+            used = [0] * self._p
+            runs = []
+            for i in chosen:
+                c = self._cluster[atoms[i].layer]
+                runs.append((i, path[c * per + used[c]]))
+                used[c] += 1
+            out.append(runs)
+        return out
+
+    def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
+        """Outputs read by another block's layers go through DRAM."""
+        index = {a.name: i for i, a in enumerate(atoms)}
+        out = set()
+        for a in atoms:
+            for p in a.reads:
+                if self._cluster[atoms[index[p]].layer] != self._cluster[a.layer]:
+                    out.add(index[p])
+        return frozenset(out)
 
 
 def _tiling_of(a: AtomSpec) -> Tiling:
@@ -287,4 +386,4 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
                           scheduler=scheduler, extra=extra)
 
 
-__all__ = ["AtomicScheduler", "LayerSequentialScheduler", "atom_layer", "chip_of"]
+__all__ = ["AtomicScheduler", "CnnPartitionScheduler", "LayerSequentialScheduler", "atom_layer", "chip_of"]
