@@ -82,10 +82,13 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
     # "__main__" first, as by default: a worker runs the script's imports as it always did
     context.set_forkserver_preload(["__main__"] + ([] if always else list(modules)))
     workers = max(jobs, 1)
-    previous = None
+    previous = previous_int = None
+    _STOPPED_BY.clear()
     if threading.current_thread() is threading.main_thread():
         # before the first worker starts: a SIGTERM from then on stops them all
         previous = signal.signal(signal.SIGTERM, _terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous_int = signal.signal(signal.SIGINT, _interrupted)
     pool: WorkerPool | None = None
     try:
         pool = WorkerPool(workers, modules, mp_context=context, initializer=_ignore_interrupts)
@@ -96,6 +99,11 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
     except BrokenProcessPool:
         if pool is not None:
             stop_workers(pool)
+        # a Ctrl-C reaches the whole process group: a worker it killed before it could ignore
+        # it breaks the pool, sometimes before this process sees its own interrupt
+        if _STOPPED_BY:
+            raise (KeyboardInterrupt() if _STOPPED_BY[0] == signal.SIGINT else SystemExit(128 + _STOPPED_BY[0])) \
+                from None
         raise KaplaError(
             "kapla's worker processes stopped unexpectedly. Run from a script, kapla must be called under "
             "`if __name__ == \"__main__\":` (each worker imports the script); or pass jobs=1 (--jobs 1)") from None
@@ -108,6 +116,8 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
             pool.shutdown(wait=True, cancel_futures=True)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def stop_workers(pool: Executor) -> None:
@@ -131,8 +141,18 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: The signal that stopped the run, once one has (SIGINT or SIGTERM).
+_STOPPED_BY: list[int] = []
+
+
 def _terminated(signum: int, frame: object) -> None:
+    _STOPPED_BY[:] = [signum]
     raise SystemExit(128 + signum)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    _STOPPED_BY[:] = [signum]
+    raise KeyboardInterrupt
 
 
 __all__ = ["PRELOAD", "WorkerPool", "check_jobs", "stop_workers", "worker_pool"]
