@@ -22,16 +22,8 @@ from typing import Any
 
 from kapla.errors import KaplaError
 from kapla.explore.sweep import Point
+from kapla.scheduling.store import kapla_version
 from kapla.workload.network import Network
-
-
-def _kapla_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kapla")
-    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
-        return "unknown"
 
 
 def _network_text(network: Network | str) -> str:
@@ -52,7 +44,7 @@ def point_key(point: Point) -> str:
         "solver": point.solver,
         "objective": point.objective,
         "options": {k: repr(v) for k, v in sorted(point.options.items())},
-        "kapla": _kapla_version(),
+        "kapla": kapla_version(),
     }, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

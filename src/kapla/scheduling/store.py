@@ -34,7 +34,8 @@ FORMAT = "kapla-layer-store"
 FORMAT_VERSION = 1
 
 
-def _kapla_version() -> str:
+def kapla_version() -> str:
+    """This kapla's version (what a stored result depends on beyond its inputs)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -86,7 +87,7 @@ class LayerStore:
     def _load(self) -> None:
         self._file.seek(0)
         data = self._file.read()
-        header = {"format": FORMAT, "version": FORMAT_VERSION, "kapla": _kapla_version()}
+        header = {"format": FORMAT, "version": FORMAT_VERSION, "kapla": kapla_version()}
         if not data:
             self._append(header)
             return

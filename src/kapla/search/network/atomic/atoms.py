@@ -135,13 +135,17 @@ def estimate_cycles(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str)
 def ideal_cycles(layer: Layer, tiling: Tiling, arch: ArchSpec) -> float:
     """An atom's compute with every PE of the engine busy."""
     rows_pe, cols_pe = arch.pe_array
-    ops = layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
-    return max(ops / (rows_pe * cols_pe), 1.0)
+    return max(_atom_ops(layer, tiling) / (rows_pe * cols_pe), 1.0)
+
+
+def _atom_ops(layer: Layer, tiling: Tiling) -> float:
+    """An atom's share of its layer's operations (per sample)."""
+    return layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
 
 
 def _compute(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> float:
     rows_pe, cols_pe = arch.pe_array
-    ops = layer.ops * tiling.k * tiling.rows / max(layer.k * layer.yo, 1) * (tiling.c / layer.c if tiling.c else 1)
+    ops = _atom_ops(layer, tiling)
     if layer.op not in (Op.CONV, Op.FC):
         return ops / (rows_pe * cols_pe)
     if dataflow.startswith("C|K"):
