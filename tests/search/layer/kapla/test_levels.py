@@ -4,6 +4,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kapla.arch import load_arch
 from kapla.search.layer.kapla import levels
@@ -56,3 +58,60 @@ def test_three_level_splits_keep_each_dims_product_and_fit(design):
             for m in range(ev.levels):
                 assert (nb.orders[m] == orders[m]).all()
     assert checked
+
+
+def _every_block_worked_out(space, frames, arr, beam):
+    """``levels._register_blocks`` as it was before the DRAM estimate became lazy:
+    every block's re-fetch worked out, then the first ``beam`` coverable by value."""
+    from kapla.search.layer.kapla import estimates
+
+    calls = []
+    real = levels._with_dram_extra
+
+    def eager(items, energies, rows, arch, k):
+        calls.append(1)
+        values = []
+        for f, energy in enumerate(energies):
+            whole = rows.take(np.full(len(energy), f, dtype=np.int64)).with_units(items[f][1])
+            extra = estimates.dram(whole, arch, once=True, unfit=np.inf)
+            fit = np.isfinite(extra)
+            # unfit blocks last, among them by energy (as the lazy version orders them)
+            values.append(np.where(fit, energy + np.where(fit, extra, 0.0), energy + 1e3))
+        keep = levels._coverable_first([(ev, units, b, np.argsort(v, kind="stable"))
+                                        for (ev, units, b), v in zip(items, values, strict=True)], k)
+        return keep, values
+
+    levels._with_dram_extra = eager
+    try:
+        return levels._register_blocks(space, frames, arr, beam), calls
+    finally:
+        levels._with_dram_extra = real
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=st.sampled_from([3, 16, 48, 96]), k=st.sampled_from([8, 32, 64, 128]), hw=st.sampled_from([7, 13, 28]),
+       r=st.sampled_from([1, 3, 5]), batch=st.sampled_from([1, 4, 16]),
+       design=st.sampled_from(["multinode", "eyeriss", "edge", "simba", "four_level"]),
+       beam=st.integers(1, 4))
+def test_register_blocks_worked_out_lazily_are_those_of_working_out_all(c, k, hw, r, batch, design, beam):
+    """The register blocks ranked with the DRAM re-fetch worked out only for the
+    blocks cheapest by energy are the blocks, in the order, of working it out for
+    every block: random layers, hardware and beams."""
+    from kapla.search.layer.kapla.estimates import frame_arrays
+
+    path = EXAMPLES / f"{design}.yaml"
+    arch = load_arch(str(path) if path.exists() else design)
+    layer = Layer("l", Op.CONV, c=c, k=k, h=hw, w=hw, s=r, r=r)
+    space = LayerSpace(Problem(layer, batch, arch))
+    if not len(space) or len(arch.levels) < 3:
+        return
+    arr = frame_arrays(space.frames, arch)
+    frames = list(range(0, len(space), max(1, len(space) // 12)))
+    lazy_blocks, lazy_best, _ = levels._register_blocks(space, frames, arr, beam)
+    (eager_blocks, eager_best, _), calls = _every_block_worked_out(space, frames, arr, beam)
+    assert calls
+    assert lazy_blocks.keys() == eager_blocks.keys()
+    for i, states in lazy_blocks.items():
+        assert [s.unit.tolist() for s in states] == [s.unit.tolist() for s in eager_blocks[i]]
+    fit = np.isfinite(lazy_best) & (eager_best < 1e2)
+    np.testing.assert_allclose(lazy_best[fit], eager_best[fit], rtol=1e-12)

@@ -73,7 +73,6 @@ from kapla.space.layer.frames import (
 )
 from kapla.space.layer.layer_space import Found, LayerSpace
 from kapla.space.layer.skeletons import (
-    MAX_JOINT_CANDIDATES,
     divisors,
     innermost_orders,
     innermost_table,
@@ -96,10 +95,12 @@ _FED_SIBLINGS = True  # under a feed, each frame descended brings its sibling sh
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
 # candidates of the top two levels past which each split is first tried under
 # one innermost loop per level, and only the best ``_KEPT_SPLITS`` splits under
-# every pair of orders (on the benchmark's 570 layers, the same schemes as
-# trying every split under every pair, at a third of the candidates)
-_STAGED_CANDIDATES = 1024
-_KEPT_SPLITS = 32  # splits of the top two levels searched under every pair of orders, when they are many
+# every pair of orders, at most ``_KEPT_CANDIDATES`` (on the benchmark's 570
+# layers, the same schemes as trying every split under every pair, at a
+# fraction of the candidates; 1024, 32 and 60,000 find the same)
+_STAGED_CANDIDATES = 256
+_KEPT_SPLITS = 8  # splits of the top two levels searched under every pair of orders, when they are many
+_KEPT_CANDIDATES = 8192
 _MAX_EXTRA = 3  # frames descended past the best ranked, per frame wanted, once a scheme was found
 _REFINE_STEPS = 16  # most steps of the local refinement of a descent's result
 _MAX_CLASSES = 64  # classes of loop orders a refinement step tries at one level, at most
@@ -545,20 +546,15 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
             energy = np.full(len(units), np.inf)
             np.minimum.at(energy, b.rows, next(totals))
         values.append(energy)
+    items = [(space.evaluator(i), units, b) for i, _, units, b in found]
     if arr is not None and found and len(space.problem.arch.levels) >= 3:
-        rows = arr.take(np.repeat([i for i, *_ in found], [len(u) for _, _, u, _ in found]))
-        whole = rows.with_units(np.concatenate([u for _, _, u, _ in found]))
-        n = len(whole.rest)
-        extra = np.concatenate([estimates.dram(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, n))),
-                                               space.problem.arch, once=True) for a in range(0, n, _ROWS_PER_CALL)])
-        at = 0
-        for k, (_, _, units, _) in enumerate(found):
-            values[k] = values[k] + extra[at:at + len(units)]
-            at += len(units)
+        keep, values = _with_dram_extra(items, values, arr.take(np.array([i for i, *_ in found], dtype=np.int64)),
+                                        space.problem.arch, beam)
+    else:
+        keep = _coverable_first([(ev, units, b, np.argsort(value, kind="stable"))
+                                 for (ev, units, b), value in zip(items, values, strict=True)], beam)
     blocks: dict[int, list[_State]] = {}
     best = dict.fromkeys(frames, math.inf)
-    keep = _coverable_first([(space.evaluator(i), units, b, np.argsort(value, kind="stable"))
-                             for (i, _, units, b), value in zip(found, values, strict=True)], beam)
     for (i, lefts, units, _), value, kept in zip(found, values, keep, strict=True):
         if len(kept):
             blocks[i] = [_State(units[j], [], [], lefts[j]) for j in kept]
@@ -589,33 +585,116 @@ def _coverable_first(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
         else:
             todo.append(n)
     while todo:
-        parts, chunks = [], []
+        chunks = []
         for n in todo:
-            ev, units, b, order = items[n]
-            assert b is not None
-            idx = order[at[n]:at[n] + _COVERAGE_CHUNK]
-            at[n] += len(idx)
-            sel = np.isin(b.rows, idx)
-            parts.append((ev, Blockings(b.unit, b.counts, b.rows[sel], tuple(o[sel] for o in b.orders))))
-            u = units[idx]
-            levels = ev.levels
-            rest = np.array(ev.frame.rest, dtype=np.int64)[None, :] // u
-            ident = np.broadcast_to(np.arange(ND, dtype=np.int64), u.shape)
-            parts.append((ev, Blockings(u, tuple(np.ones_like(u) if lvl < levels - 1 else rest
-                                                 for lvl in range(levels)),
-                                        np.arange(len(u), dtype=np.int64), tuple(ident for _ in range(levels)))))
-            chunks.append(idx)
-        oks = coverage_of_many(parts)
+            order = items[n][3]
+            chunks.append(order[at[n]:at[n] + _COVERAGE_CHUNK])
+            at[n] += len(chunks[-1])
+        oks = _coverable([(items[n][0], items[n][1], items[n][2], idx) for n, idx in zip(todo, chunks, strict=True)])
         still = []
-        for m, (n, idx) in enumerate(zip(todo, chunks, strict=True)):
-            below, at_top = parts[2 * m][1], oks[2 * m + 1]
-            ok = np.zeros(len(items[n][1]), dtype=bool)
-            np.logical_or.at(ok, below.rows, oks[2 * m])
-            out[n] += [int(j) for j in idx[ok[idx] | at_top]]
+        for n, idx, ok in zip(todo, chunks, oks, strict=True):
+            out[n] += [int(j) for j in idx[ok]]
             if len(out[n]) < k and at[n] < len(items[n][3]):
                 still.append(n)
         todo = still
     return [np.array(o[:k] if items[n][2] is not None else o, dtype=np.int64) for n, o in enumerate(out)]
+
+
+def _coverable(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None, np.ndarray]]) -> list[np.ndarray]:
+    """Per frame ``(evaluator, register blocks, their candidates one level up,
+    the blocks to check)``, which of those blocks pass :func:`_coverable_first`'s
+    test (all pass without candidates), every frame's in one batch."""
+    parts, where = [], []
+    out: list[np.ndarray] = []
+    for ev, units, b, idx in items:
+        if b is None or not len(idx):
+            out.append(np.ones(len(idx), dtype=bool))
+            continue
+        sel = np.isin(b.rows, idx)
+        parts.append((ev, Blockings(b.unit, b.counts, b.rows[sel], tuple(o[sel] for o in b.orders))))
+        u = units[idx]
+        levels = ev.levels
+        rest = np.array(ev.frame.rest, dtype=np.int64)[None, :] // u
+        ident = np.broadcast_to(np.arange(ND, dtype=np.int64), u.shape)
+        parts.append((ev, Blockings(u, tuple(np.ones_like(u) if lvl < levels - 1 else rest
+                                             for lvl in range(levels)),
+                                    np.arange(len(u), dtype=np.int64), tuple(ident for _ in range(levels)))))
+        where.append(len(out))
+        out.append(np.zeros(0, dtype=bool))
+    if parts:
+        oks = coverage_of_many(parts)
+        for m, n in enumerate(where):
+            _, units, _, idx = items[n]
+            below, at_top = parts[2 * m][1], oks[2 * m + 1]
+            ok = np.zeros(len(units), dtype=bool)
+            np.logical_or.at(ok, below.rows, oks[2 * m])
+            out[n] = ok[idx] | at_top
+    return out
+
+
+_FIRST_EXTRAS = 8  # register blocks per frame whose DRAM estimate is worked out first (then twice as many)
+
+
+def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None]],
+                     energies: Sequence[np.ndarray], rows: FrameArrays, arch: ArchSpec, k: int
+                     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """:func:`_coverable_first` of each frame's register blocks ordered by their
+    energy (``energies``) plus what the analytic DRAM-level blockings must
+    re-fetch once the block is fixed (:func:`kapla.search.layer.kapla.estimates.dram`,
+    ``rows``: the frames' rows), and those values (inf where not worked out).
+
+    The re-fetch is never negative, so a block's energy bounds its value from
+    below: the re-fetch is worked out for the blocks cheapest by energy first,
+    and a block whose value is below the energy of every block not yet worked
+    out has its place in the order. Blocks that pass :func:`_coverable` are
+    taken in that order until ``k`` are found; only where too few are, more
+    blocks are worked out (every frame's in one call each time). A block none
+    of whose DRAM-level blockings fits ranks behind every block that fits
+    (among them, by energy)."""
+    n = len(items)
+    by_energy = [np.argsort(e, kind="stable") for e in energies]
+    values = [np.full(len(e), np.inf) for e in energies]
+    unfit = [np.zeros(len(e), dtype=bool) for e in energies]
+    done = [0] * n  # blocks worked out, cheapest by energy first
+    order = [by_energy[f][:0] for f in range(n)]  # the blocks whose place is sure, in order
+    at = [0] * n  # blocks of ``order`` checked for coverage
+    out: list[list[int]] = [[] for _ in range(n)]
+    todo = list(range(n))
+    while todo:
+        need = [f for f in todo if at[f] == len(order[f]) and done[f] < len(by_energy[f])]
+        if need:
+            idxs = [by_energy[f][done[f]:max(_FIRST_EXTRAS, 2 * done[f])] for f in need]
+            units = np.concatenate([items[f][1][idx] for f, idx in zip(need, idxs, strict=True)])
+            whole = rows.take(np.repeat(np.array(need, dtype=np.int64), [len(idx) for idx in idxs])).with_units(units)
+            extra = np.concatenate([estimates.dram(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, len(units)))),
+                                                   arch, once=True, unfit=np.inf)
+                                    for a in range(0, len(units), _ROWS_PER_CALL)])
+            start = 0
+            for f, idx in zip(need, idxs, strict=True):
+                x = extra[start:start + len(idx)]
+                start += len(idx)
+                unfit[f][idx] = ~np.isfinite(x)
+                values[f][idx] = energies[f][idx] + np.where(unfit[f][idx], 0.0, x)
+                done[f] += len(idx)
+                computed = by_energy[f][:done[f]]
+                if done[f] < len(by_energy[f]):
+                    # blocks not worked out are worth at least the next one's energy, and may fit
+                    sure = computed[~unfit[f][computed] & (values[f][computed] < energies[f][by_energy[f][done[f]]])]
+                else:
+                    sure = computed
+                order[f] = sure[np.lexsort((sure, values[f][sure], unfit[f][sure]))]
+        chunks = []
+        for f in todo:
+            chunks.append(order[f][at[f]:at[f] + _COVERAGE_CHUNK])
+            at[f] += len(chunks[-1])
+        oks = _coverable([(items[f][0], items[f][1], items[f][2], idx) for f, idx in zip(todo, chunks, strict=True)])
+        still = []
+        for f, idx, ok in zip(todo, chunks, oks, strict=True):
+            out[f] += [int(j) for j in idx[ok]]
+            if len(out[f]) < k and (at[f] < len(order[f]) or done[f] < len(by_energy[f])):
+                still.append(f)
+        todo = still
+    return [np.array(o[:k], dtype=np.int64) for o in out], values
 
 
 def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
@@ -778,9 +857,9 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
         keep = np.sort(np.argsort(best, kind="stable")[:_KEPT_SPLITS])
         src, taken = src[keep], taken[keep]
         here, tops = [here[k] for k in keep], [tops[k] for k in keep]
-        if _pairs(here, tops) > MAX_JOINT_CANDIDATES:
+        if _pairs(here, tops) > _KEPT_CANDIDATES:
             here = [inner_here[k] for k in keep]
-        if _pairs(here, tops) > MAX_JOINT_CANDIDATES:
+        if _pairs(here, tops) > _KEPT_CANDIDATES:
             tops = [inner_tops[k] for k in keep]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
     return b, space.score(index, b)
