@@ -144,8 +144,9 @@ def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, lasts: dict)
     """How the loops above ``level`` reload ``kind``'s blocks there. What does
     not depend on their order (the distinct blocks, whether any relevant loop
     iterates) is worked out per factor combination; ``lasts`` keeps, per kind,
-    the index of each loop that iterates and matters to it (the loops above a
-    level are the first ones of those above a level below it)."""
+    the index of the innermost loop that iterates and matters to it among the
+    outermost ``L``, for every ``L`` (the loops above a level are the first
+    ones of those above a level below it)."""
     dims, counts, steps = nests.loops_above(level)
     M, L = dims.shape
     mask = RELEVANT_MASK[kind]
@@ -157,8 +158,9 @@ def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, lasts: dict)
     if kind not in lasts:
         all_dims, all_counts, _ = nests.loops_above(0)
         sweeping = mask[all_dims.T] & (all_counts.T > 1)  # (loops, M): reduced a row at a time
-        lasts[kind] = np.where(sweeping, np.arange(all_dims.shape[1])[:, None], 0)
-    last = lasts[kind][:L].max(axis=0)
+        # row ``L - 1``: the innermost loop that iterates and matters among the outermost ``L``
+        lasts[kind] = np.maximum.accumulate(np.where(sweeping, np.arange(all_dims.shape[1])[:, None], 0), axis=0)
+    last = lasts[kind][L - 1]
     rows = np.arange(M)
     upto = np.where(has, nests.running_counts_above(level)[rows, last], 1)
     slides = axis = count = step = None
