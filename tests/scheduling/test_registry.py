@@ -36,8 +36,8 @@ def test_every_built_in_is_an_installed_plugin():
 
 
 def test_unknown_names_and_options_are_named():
-    with pytest.raises(KaplaError, match="unknown solver 'nope'; choose one of cnn-partition, atomic, "
-                                         "layer-sequential, cosa, cosa_random, exhaustive, hybrid, kapla"):
+    with pytest.raises(KaplaError, match="unknown solver 'nope'; choose one of atomic, layer-sequential, "
+                                         "cnn-partition, il-pipe, cosa, cosa_random, exhaustive, hybrid, kapla"):
         make_solver("nope")
     with pytest.raises(KaplaError, match=r"solver 'kapla' has no option 'depth' \(options: .*top_k"):
         make_solver("kapla", {"depth": 3})

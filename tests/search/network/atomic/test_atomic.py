@@ -198,3 +198,54 @@ def test_cnn_partition_binds_runs_of_layers_to_blocks_of_engines_and_pipelines_s
     assert any(len({a.split("#")[1].split(":")[0] for a, _ in r["atoms"]}) > 1 for r in info["timeline"])
     with pytest.raises(KaplaError, match="option 'clusters' must be a whole number of at least 1"):
         kapla.schedule(net, SMALL, solver="cnn-partition", solver_options={"clusters": -1}, jobs=1)
+
+
+@settings(max_examples=8, deadline=None)
+@given(small_cnns(), st.sampled_from([0, 1, 2, 3]), st.integers(1, 4))
+def test_il_pipe_pipelines_segments_of_layers_on_blocks_of_engines(net, depth, pieces):
+    """IL-Pipe on random small CNNs: valid, every atom once; each layer on one
+    block of engines of its own within its segment; no round mixes segments;
+    the segments run in order; and where a segment holds a layer and its
+    consumer, some round runs both (they are pipelined)."""
+    opts = {"pieces": pieces} | ({"depth": depth} if depth else {})
+    result = kapla.schedule(net, SMALL, solver="il-pipe", solver_options=opts, jobs=1)
+    assert result.valid and result.scheduler == "il-pipe"
+    info = result.to_dict()["atomic"]
+    assert info["violations"] == []
+    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+    assert len(ran) == len(set(ran)) == info["atoms"]
+    d = info["depth"]
+    if depth:
+        assert d == min(depth, 4)
+    names = [layer.name for layer in net]
+    segment = {n: i // d for i, n in enumerate(names)}
+    engines: dict[str, set[int]] = {}
+    last = -1
+    together = set()
+    for r in info["timeline"]:
+        layers = {a.split("#")[0] for a, _ in r["atoms"]}
+        segs = {segment[n] for n in layers}
+        assert len(segs) == 1 and min(segs) >= last
+        last = min(segs)
+        together |= {(a, b) for a in layers for b in layers if a != b}
+        for atom, engine in r["atoms"]:
+            engines.setdefault(atom.split("#")[0], set()).add(engine)
+    for a in names:
+        for b in names:
+            if a != b and segment[a] == segment[b]:
+                assert not engines[a] & engines[b]  # blocks of their own
+    pipelined = [(e.src, e.dst) for layer in net for e in net.in_edges(layer.name)
+                 if e.src in segment and segment[e.src] == segment[e.dst]
+                 and sum(lr.cost.time for lr in result.layers if lr.name in (e.src, e.dst)) > 0]
+    if pipelined and pieces > 1 and net.batch == 1 and all(net[b].op.value != "fc" for _, b in pipelined):
+        assert any((a, b) in together for a, b in pipelined)
+
+
+def test_il_pipe_is_deterministic_and_its_options_are_checked():
+    one = kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=2, solver="il-pipe", jobs=1).to_dict()
+    two = kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=2, solver="il-pipe", jobs=1).to_dict()
+    for d in (one, two):
+        d.pop("solver_seconds")
+    assert one == two
+    with pytest.raises(KaplaError, match="option 'pieces' must be a whole number of at least 1"):
+        kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=1, solver="il-pipe", solver_options={"pieces": 0})

@@ -297,6 +297,123 @@ class CnnPartitionScheduler(AtomicScheduler):
         return frozenset(out)
 
 
+class IlPipeScheduler(AtomicScheduler):
+    """Atomic Dataflow's IL-Pipe baseline (TANGRAM-style inter-layer pipelining
+    with fine-grained forwarding) on the same round model: the layers, in order,
+    in segments of ``depth`` consecutive layers; each layer of a segment on a
+    block of engines along the snake sized by its share of the segment's work
+    (at least one), its output cut into ``pieces`` row pieces per sample, each
+    piece spread over the block by output channels. Round by round every layer
+    of the segment runs the next of its atoms whose inputs are ready, as many as
+    its block has engines: a consumer follows its producer a piece behind, the
+    pieces forwarded on chip; between segments the data go through DRAM, and a
+    segment starts once the one before it is done. ``depth`` 0 (the default):
+    the fastest of 2, 3 and 4."""
+
+    name = "il-pipe"
+
+    def __init__(self, depth: int = 0, pieces: int = 4) -> None:
+        super().__init__()
+        if depth < 0 or pieces < 1:
+            raise KaplaError("il-pipe: depth must be 0 (the best of 2, 3, 4) or more, and pieces at least 1")
+        self.depth, self.pieces = depth, pieces
+        self._segment: dict[str, int] = {}
+        self._block: dict[str, tuple[int, int]] = {}  # per layer: its first engine on the snake, its engines
+
+    CALIBRATIONS = 1
+
+    def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        if self.depth:
+            return self._one(task, layers, self.depth)
+        options = [d for d in (2, 3, 4) if d <= task.arch.num_nodes and d <= len(task.net.layers)] or [1]
+        results = [self._one(task, layers, d) for d in options]
+        return min(results, key=lambda r: (not r.valid, r.time))
+
+    def _one(self, task: NetworkTask, layers: LayerService, depth: int) -> ScheduleResult:
+        net, engines = task.net, task.arch.num_nodes
+        depth = max(1, min(depth, engines))
+        self._segment, self._block = {}, {}
+        names = [layer.name for layer in net]
+        for start in range(0, len(names), depth):
+            run = names[start:start + depth]
+            # by the cycles one engine would take (a pooling layer's few operations are slow on an array)
+            dataflow = task.arch.pe_unroll.text
+            share = _shares([estimate_cycles(net[n], Tiling(net[n].k, net[n].yo), task.arch, dataflow) for n in run],
+                            engines)
+            at = 0
+            for n, e in zip(run, share, strict=True):
+                self._segment[n] = start // depth
+                self._block[n] = (at, e)
+                at += e
+        result = AtomicScheduler.schedule(self, task, layers)
+        result.extra["atomic"]["depth"] = depth
+        return result
+
+    def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
+        # about ``pieces`` rounds' worth of atoms per sample on the layer's block
+        dataflow = arch.pe_unroll.text
+        return {layer.name: even([layer], arch, dataflow, self._block[layer.name][1] * self.pieces)[layer.name]
+                for layer in net}
+
+    def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
+               group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
+        names = [layer.name for layer in net]
+        queues: dict[str, list[int]] = {}
+        for (start, end), layer in zip(groups, group_layer, strict=True):
+            queues.setdefault(names[layer], []).extend(range(start, end))
+        index = {a.name: i for i, a in enumerate(atoms)}
+        done: set[int] = set()
+        out: list[tuple[int, ...]] = []
+        for segment in sorted(set(self._segment.values())):
+            mine = [n for n in names if self._segment[n] == segment and queues.get(n)]
+            while any(queues[n] for n in mine):
+                chosen: list[int] = []
+                for n in mine:
+                    queue, room = queues[n], self._block[n][1]
+                    while queue and room and all(index[p] in done for p in atoms[queue[0]].reads):
+                        chosen.append(queue.pop(0))
+                        room -= 1
+                if not chosen:
+                    raise KaplaError(f"il-pipe: segment {segment} has no atom ready (a bug)")
+                done.update(chosen)
+                out.append(tuple(chosen))
+        return out
+
+    def placed(self, rounds: list[tuple[int, ...]], atoms: list[Atom], layer_of: list[int], chip: Chip
+               ) -> list[list[tuple[int, int]]]:
+        path = snake(chip.mesh)
+        out = []
+        for chosen in rounds:
+            used: Counter[str] = Counter()
+            runs = []
+            for i in chosen:
+                layer = atoms[i].layer
+                first, _ = self._block[layer]
+                runs.append((i, path[first + used[layer]]))
+                used[layer] += 1
+            out.append(runs)
+        return out
+
+    def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
+        """Outputs read by a layer of another segment go through DRAM."""
+        index = {a.name: i for i, a in enumerate(atoms)}
+        return frozenset(index[p] for a in atoms for p in a.reads
+                         if self._segment[atoms[index[p]].layer] != self._segment[a.layer])
+
+
+def _shares(work: list[float], engines: int) -> list[int]:
+    """``engines`` split among layers by their ``work`` (largest remainders), at least one each."""
+    n = len(work)
+    total = sum(work) or 1.0
+    spare = engines - n
+    raw = [spare * w / total for w in work]
+    share = [1 + int(r) for r in raw]
+    left = engines - sum(share)
+    for j in sorted(range(n), key=lambda j: (-(raw[j] - int(raw[j])), j))[:left]:
+        share[j] += 1
+    return share
+
+
 def _tiling_of(a: AtomSpec) -> Tiling:
     return Tiling(a.k[1] - a.k[0], a.rows[1] - a.rows[0], a.c[1] - a.c[0] if a.c is not None else 0)
 
@@ -386,4 +503,5 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
                           scheduler=scheduler, extra=extra)
 
 
-__all__ = ["AtomicScheduler", "CnnPartitionScheduler", "LayerSequentialScheduler", "atom_layer", "chip_of"]
+__all__ = ["AtomicScheduler", "CnnPartitionScheduler", "IlPipeScheduler", "LayerSequentialScheduler", "atom_layer",
+           "chip_of"]
