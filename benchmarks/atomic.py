@@ -27,9 +27,8 @@ from rich.table import Table
 
 import kapla
 
-#: The paper's networks the zoo has (NASNet-A and PNASNet-5 are not built; EfficientNet-B0's
-#: squeeze-excitation the atomic scheduler does not cut yet).
-NETS = "vgg19,resnet50,resnet152,inception_v3,googlenet,mobilenet,alexnet"
+#: The paper's networks the zoo has (NASNet-A and PNASNet-5 are not built), and AlexNet and MobileNet.
+NETS = "vgg19,resnet50,resnet152,inception_v3,efficientnet_b0,googlenet,mobilenet,alexnet"
 SOLVERS = ("atomic", "layer-sequential", "cnn-partition", "il-pipe", "layerwise", "kapla")
 
 

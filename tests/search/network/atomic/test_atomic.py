@@ -249,3 +249,30 @@ def test_il_pipe_is_deterministic_and_its_options_are_checked():
     assert one == two
     with pytest.raises(KaplaError, match="option 'pieces' must be a whole number of at least 1"):
         kapla.schedule(EXAMPLES / "tiny_cnn.yaml", SMALL, batch=1, solver="il-pipe", solver_options={"pieces": 0})
+
+
+def test_a_squeeze_excitation_scaling_is_cut_and_reads_its_vector():
+    """A channel-wise scaling's atoms read their channels of the fmap and of
+    the vector (its own channels, not past the fmap's), and the network
+    schedules validly under every round-model scheduler."""
+    b = NetworkBuilder("se", batch=1)
+    x = b.input("in", 16, height=16, width=16)
+    c = b.conv("c", x, 32, 3, pad=1)
+    squeeze = b.global_pool("sq", c)
+    reduced = b.conv("red", squeeze, 8, 1)
+    excite = b.conv("exc", reduced, 32, 1)
+    scaled = b.scale("scale", c, excite)
+    b.conv("out", scaled, 16, 1)
+    net = b.build()
+    sizes, _ = anneal(list(net), SMALL, "C|K", seed=0)
+    atoms = atoms_of(net, sizes)
+    got = reads(net, atoms, sizes)
+    by_name = {a.name: a for a in atoms}
+    for a in (a for a in atoms if a.layer == "scale"):
+        k = a.k[1] - a.k[0]
+        vector = sum(w for p, w in got[a.name] if p is not None and by_name[p].layer == "exc")
+        fmap = sum(w for p, w in got[a.name] if p is not None and by_name[p].layer == "c")
+        assert vector == k
+        assert fmap == k * (a.rows[1] - a.rows[0]) * net["scale"].w
+    for solver in ("atomic", "layer-sequential", "cnn-partition", "il-pipe"):
+        assert kapla.schedule(net, SMALL, solver=solver, jobs=1).valid

@@ -334,9 +334,10 @@ def _plan(net: Network, sizes: dict[str, Tiling], a: AtomSpec) -> list[tuple[str
         per = shape.h * shape.w if layer.op == Op.FC and layer.h * layer.w == 1 else 1
         width = (hi - lo) * per
         # the producer's channels [lo, hi) are the layer's [offset, offset + width) (every
-        # operand of an element-wise layer delivers all of them: offset 0)
-        span = (0, width) if each else (offset, offset + width)
-        if not each:
+        # operand of an element-wise layer delivers all of them, as a scaling's vector does: offset 0)
+        whole = each or (layer.is_scale and e.port == "b")
+        span = (0, width) if whole else (offset, offset + width)
+        if not whole:
             offset += width
         need = _overlap(chans, span)
         if need <= 0:
@@ -362,10 +363,11 @@ def check_supported(net: Network) -> None:
     if net.training:
         raise KaplaError("the atomic scheduler schedules inference only (Atomic Dataflow); drop --training")
     for layer in net:
-        if layer.op not in SUPPORTED or layer.operand is not None:
+        if layer.op not in SUPPORTED or (layer.operand is not None and not layer.is_scale):
             kind = f"{layer.op.value} by an fmap operand" if layer.operand is not None else layer.op.value
             raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({kind}) into atoms yet: "
-                             f"it cuts {', '.join(o.value for o in SUPPORTED)} layers of one input fmap")
+                             f"it cuts {', '.join(o.value for o in SUPPORTED)} layers of one input fmap, and "
+                             f"channel-wise scalings")
 
 
 __all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "even", "atom_words", "atoms_of", "check_supported",
