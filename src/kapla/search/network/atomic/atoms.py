@@ -35,11 +35,11 @@ import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
-from kapla.workload.layer import Layer, Merge, Op
+from kapla.workload.layer import Layer, Merge, Op, Operand
 from kapla.workload.network import Network
 
 #: Layer kinds cut into atoms (the paper's workloads: CNNs).
-SUPPORTED = (Op.CONV, Op.FC, Op.POOL, Op.ELTWISE)
+SUPPORTED = (Op.CONV, Op.FC, Op.POOL, Op.ELTWISE, Op.MATMUL)
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ def _words(layer: Layer, k: int, rows: int, c: int = 0) -> tuple[int, int, int]:
     lo, hi = input_channels(layer, (0, k))
     share = c / layer.c if c else 1.0
     inputs = round((hi - lo) * share) * in_rows * layer.w * max(layer.n_inputs, 1)
+    if layer.operand == Operand.FMAP:  # a scaling's vector; a product's second fmap (its channels' share)
+        inputs += k if layer.is_scale else round(k * (layer.c // max(layer.groups, 1)) * share)
     weights = round(layer.weight_elems * k / layer.k * share) if layer.weight_elems else 0
     out = k * rows * layer.xo
     return inputs + (out if c else 0), weights, out
@@ -114,7 +116,7 @@ def tilings(layer: Layer, arch: ArchSpec, dataflow: str) -> list[Tiling]:
     half = (arch.capacity_words(arch.node_level.name) or 0) // 2 if arch.node_level is not None else 0
     every = [Tiling(k, r) for k in ks for r in rs]
     fit = [t for t in every if half <= 0 or atom_words(layer, t) <= half]
-    if fit or layer.op not in (Op.CONV, Op.FC) or layer.groups > 1:
+    if fit or layer.op not in (Op.CONV, Op.FC, Op.MATMUL) or layer.groups > 1:
         return fit or [min(every, key=lambda t: (atom_words(layer, t), -t.k))]
     # no atom reading every input channel fits: partial sums over blocks of them
     unit = rows_pe if kc and layer.c > rows_pe else 1
@@ -329,6 +331,8 @@ def _plan(net: Network, sizes: dict[str, Tiling], a: AtomSpec) -> list[tuple[str
     for e in net.in_edges(a.layer):
         shape = net.output_shape(e.src)
         assert shape is not None
+        if layer.op == Op.MATMUL and e.port == "b":
+            continue  # below, all of port b at once
         lo, hi = e.channels if e.channels is not None else (0, shape.c)
         # an FC layer reads its producers flattened: each channel is h x w of its input features
         per = shape.h * shape.w if layer.op == Op.FC and layer.h * layer.w == 1 else 1
@@ -349,12 +353,87 @@ def _plan(net: Network, sizes: dict[str, Tiling], a: AtomSpec) -> list[tuple[str
             got.append((None, 0, 0, need * _overlap(prow, (0, shape.h)) * shape.w))
             continue
         t = sizes[e.src]
+        if layer.op == Op.MATMUL and shape.h * shape.w != layer.h * layer.w:
+            # a product whose rows fold several heads of its input (grouped-query attention):
+            # which producer rows and channels an atom needs is not tracked, so it waits for
+            # all of them, its words spread over them
+            blocks = [(k0, r0) for r0 in range(0, shape.h, t.rows) for k0 in range(0, shape.c, t.k)]
+            total = need * _overlap(prow, (0, shape.h)) * shape.w
+            got += [(e.src, k0, r0, w) for (k0, r0), w in zip(blocks, _spread(total, len(blocks)), strict=True)
+                    if w]
+            continue
         for r0 in _blocks(prow, t.rows, shape.h):
             for k0 in _blocks(wanted, t.k, shape.c):
                 words = (_overlap(wanted, (k0, min(shape.c, k0 + t.k)))
                          * _overlap(prow, (r0, min(shape.h, r0 + t.rows))) * shape.w)
                 if words:
                     got.append((e.src, k0, r0, words))
+    if layer.op == Op.MATMUL:
+        got += _operand(net, sizes, layer, a)
+    return got
+
+
+def _spread(total: int, n: int) -> list[int]:
+    """``total`` words over ``n`` parts, as evenly as whole words go."""
+    return [total // n + (j < total % n) for j in range(n)]
+
+
+def _operand(net: Network, sizes: dict[str, Tiling], layer: Layer, a: AtomSpec
+             ) -> list[tuple[str | None, int, int, int]]:
+    """What an atom of a product of two fmaps reads of the second (port ``b``; its
+    producers' outputs stacked along their rows in edge order, as a KV cache and
+    the new token's key are), as :func:`_plan`'s (producer, its atom's first
+    channel and row, words).
+
+    ``out[g, k, y] += a[g, c, y] * b[g, k, c]`` per group ``g`` (a head): the
+    atom's output channels are pairs (head, ``k``). ``b`` is held either with
+    the heads' ``c`` as its channels and ``k`` as its rows (K for Q x K^T: the
+    keys' features by tokens) or with the heads' ``k`` as its channels and
+    ``c`` as its rows (V for scores x V); when its shape fits neither, the
+    atom reads all of it."""
+    edges = [e for e in net.in_edges(layer.name) if e.port == "b"]
+    if not edges:
+        return []
+    shapes = []
+    for e in edges:
+        shape = net.output_shape(e.src)
+        assert shape is not None
+        shapes.append(shape)
+    chans = {sh.c for sh in shapes}
+    rows = sum(sh.h * sh.w for sh in shapes)
+    g = max(layer.groups, 1)
+    kin, nout = layer.c // g, layer.k // g
+    need: list[tuple[tuple[int, int], tuple[int, int]]] = []  # (channels, stacked rows) of b
+    if chans == {layer.c} and rows == nout:
+        for h in range(a.k[0] // nout, (a.k[1] - 1) // nout + 1):
+            lo, hi = max(a.k[0], h * nout) - h * nout, min(a.k[1], (h + 1) * nout) - h * nout
+            c = (h * kin, (h + 1) * kin) if a.c is None else (max(h * kin, a.c[0]), min((h + 1) * kin, a.c[1]))
+            need.append((c, (lo, hi)))
+    elif chans == {layer.k} and rows == kin:
+        need.append((a.k, (0, rows)))
+    else:
+        need.append(((0, max(chans)), (0, rows)))
+    got: list[tuple[str | None, int, int, int]] = []
+    start = 0
+    for e, sh in zip(edges, shapes, strict=True):
+        mine = (start, start + sh.h * sh.w)
+        start = mine[1]
+        for c, r in need:
+            # this edge's part of the stacked rows, as its own rows (an fmap of width w: whole rows)
+            lo, hi = max(r[0], mine[0]) - mine[0], min(r[1], mine[1]) - mine[0]
+            if hi <= lo or c[1] <= c[0]:
+                continue
+            prow, per_row = (lo // sh.w, -(-hi // sh.w)), sh.w
+            if e.src in net.inputs:
+                got.append((None, 0, 0, (c[1] - c[0]) * (hi - lo)))
+                continue
+            t = sizes[e.src]
+            for r0 in _blocks(prow, t.rows, sh.h):
+                for k0 in _blocks(c, t.k, sh.c):
+                    words = (_overlap(c, (k0, min(sh.c, k0 + t.k)))
+                             * _overlap(prow, (r0, min(sh.h, r0 + t.rows))) * per_row)
+                    if words:
+                        got.append((e.src, k0, r0, words))
     return got
 
 
@@ -363,11 +442,9 @@ def check_supported(net: Network) -> None:
     if net.training:
         raise KaplaError("the atomic scheduler schedules inference only (Atomic Dataflow); drop --training")
     for layer in net:
-        if layer.op not in SUPPORTED or (layer.operand is not None and not layer.is_scale):
-            kind = f"{layer.op.value} by an fmap operand" if layer.operand is not None else layer.op.value
-            raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({kind}) into atoms yet: "
-                             f"it cuts {', '.join(o.value for o in SUPPORTED)} layers of one input fmap, and "
-                             f"channel-wise scalings")
+        if layer.op not in SUPPORTED:
+            raise KaplaError(f"the atomic scheduler cannot cut layer '{layer.name}' ({layer.op.value}) into atoms "
+                             f"yet: it cuts {', '.join(o.value for o in SUPPORTED)} layers")
 
 
 __all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "even", "atom_words", "atoms_of", "check_supported",

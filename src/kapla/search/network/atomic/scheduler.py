@@ -52,10 +52,10 @@ def atom_layer(layer: Layer, a: AtomSpec) -> Layer:
     k = a.k[1] - a.k[0]
     rows = a.rows[1] - a.rows[0]
     changes: dict[str, Any] = {"name": f"{layer.name}.atom", "k": k}
-    if layer.op == Op.CONV and layer.groups > 1:
+    if layer.op in (Op.CONV, Op.MATMUL) and layer.groups > 1:
         groups = max(1, k // max(layer.k // layer.groups, 1))
         changes.update(groups=groups, c=groups * (layer.c // layer.groups))
-    elif layer.op in (Op.CONV, Op.FC):
+    elif layer.op in (Op.CONV, Op.FC, Op.MATMUL):
         changes["c"] = a.c[1] - a.c[0] if a.c is not None else layer.c
     else:  # pooling and element-wise work per channel (a per-channel layer's groups are its channels)
         changes["c"] = k
