@@ -52,9 +52,12 @@ def main() -> int:
     for col in ("network", "atoms", "rounds", "utilisation", "transfer share", "reuse", "energy mJ",
                 "layer-sequential mJ", "search s"):
         stats.add_column(col, justify="left" if col == "network" else "right")
-    speedups = Table(title="atomic's speed-up on the round model (the paper's Fig. 8 at batch 1: 1.45-2.30x over "
-                           "CNN-Partition, 1.42-3.78x over IL-Pipe)")
-    for col in ("network", "over layer-sequential", "over CNN-Partition", "over IL-Pipe", "IL-Pipe segment depth"):
+    paper = ("the paper's Fig. 8 at batch 1: 1.45-2.30x over CNN-Partition, 1.42-3.78x over IL-Pipe"
+             if args.batch == 1 else f"throughput at batch {args.batch}; the paper's Fig. 9 at batch 20: 1.12-1.42x "
+                                     "over CNN-Partition")
+    speedups = Table(title=f"atomic's speed-up on the round model ({paper})")
+    for col in ("network", "over layer-sequential", "over CNN-Partition", "over IL-Pipe", "IL-Pipe segment depth",
+                "atomic samples/s"):
         speedups.add_column(col, justify="left" if col == "network" else "right")
     invalid = 0
     for net in args.nets.split(","):
@@ -75,7 +78,8 @@ def main() -> int:
         atomic = results["atomic"].time
         speedups.add_row(net, *(f"{results[b].time / atomic:.2f}" for b in ("layer-sequential", "cnn-partition",
                                                                               "il-pipe")),
-                         str(results["il-pipe"].to_dict()["atomic"]["depth"]))
+                         str(results["il-pipe"].to_dict()["atomic"]["depth"]),
+                         f"{results['atomic'].to_dict()['atomic']['throughput']:,.0f}")
         info = results["atomic"].to_dict()["atomic"]
         stats.add_row(net, str(info["atoms"]), str(info["rounds"]), f"{info['utilization']:.0%}",
                       f"{info['noc_overhead']:.0%}", f"{info['reuse_ratio']:.0%}",
