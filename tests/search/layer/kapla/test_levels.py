@@ -115,3 +115,15 @@ def test_register_blocks_worked_out_lazily_are_those_of_working_out_all(c, k, hw
         assert [s.unit.tolist() for s in states] == [s.unit.tolist() for s in eager_blocks[i]]
     fit = np.isfinite(lazy_best) & (eager_best < 1e2)
     np.testing.assert_allclose(lazy_best[fit], eager_best[fit], rtol=1e-12)
+
+
+def test_the_coarse_grid_takes_one_all_and_the_divisors_nearest_the_cube_root_and_its_square():
+    # 64: cube root 4, its square 16; 224: cube root ~6.07 -> 7, its square ~36.9 -> 32
+    whole = np.ones((1, ND), dtype=np.int64)
+    whole[0, 0], whole[0, 4] = 64, 224
+    from kapla.space.layer.frames import split_rows
+
+    _, taken = split_rows(whole, (0, 4))
+    keep = levels._coarse(taken, np.repeat(whole, len(taken), axis=0), (0, 4))
+    got = {(int(t[0]), int(t[4])) for t in taken[keep]}
+    assert got == {(a, b) for a in (1, 4, 16, 64) for b in (1, 7, 32, 224)}
