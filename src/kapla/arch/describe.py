@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kapla.arch.energy_tables import energy_table
 from kapla.arch.energy_tables import format_bytes as table_bytes
 from kapla.arch.spec import TENSOR_KINDS, ArchSpec, Counting, MemLevel, SplitCapacity
@@ -10,6 +12,17 @@ from kapla.arch.spec import TENSOR_KINDS, ArchSpec, Counting, MemLevel, SplitCap
 def format_bytes(size: int | None) -> str:
     """``32768`` -> ``32 KiB``; exact binary units only, else plain bytes."""
     return "unbounded" if size is None else table_bytes(size)
+
+
+def show_value(value: Any) -> str:
+    """A spec value as a table or label shows it: ``[8, 8]`` -> ``8x8``, a float by ``g``, a flag in lower case."""
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def _dims(array: tuple[int, int]) -> str:

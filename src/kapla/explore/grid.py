@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kapla.arch.describe import show_value
 from kapla.arch.energy_tables import format_bytes
 from kapla.arch.spec import ArchSpec
 from kapla.errors import ArchError, KaplaError
@@ -156,15 +157,7 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def show(value: Any) -> str:
-    """A value as a table or label shows it."""
-    if isinstance(value, list):
-        return "x".join(map(str, value))
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+show = show_value  # how a sweep's tables and labels show a value
 
 
 def plain(value: Any) -> Any:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kapla.arch.describe import show_value
 from kapla.errors import KaplaError
 
 
@@ -59,12 +60,6 @@ def _pyplot():
     return plt
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, list):
-        return "x".join(map(str, value))
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
     """A hardware sweep (``kapla explore --json``): energy against its field (a
     line), or a heatmap over two fields, beside the Pareto front of energy
@@ -74,7 +69,7 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
     fields = list(doc["fields"])
     points = doc["points"]
     done = [p for p in points if p["status"] == "ok"]
-    labels = doc.get("labels") or {f: [_show(v) for v in doc["fields"][f]] for f in fields}
+    labels = doc.get("labels") or {f: [show_value(v) for v in doc["fields"][f]] for f in fields}
     if fields == ["dataflow"]:
         _dataflow_plot(doc, labels["dataflow"], target, plt)
         return
@@ -87,16 +82,16 @@ def sweep_plot(doc: dict[str, Any], path: str | Path) -> None:
         ax = axes[0][0]
         name = fields[0]
         values = doc["fields"][name]
-        energy = {_show(p["vary"][name]): p["energy_j"] * 1e3 for p in done}
-        ax.plot(range(len(values)), [energy.get(_show(v), float("nan")) for v in values], marker="o")
+        energy = {show_value(p["vary"][name]): p["energy_j"] * 1e3 for p in done}
+        ax.plot(range(len(values)), [energy.get(show_value(v), float("nan")) for v in values], marker="o")
         ax.set_xticks(range(len(values)), labels[name], rotation=45 if len(values) > 6 else 0)
         ax.set_xlabel(name)
         ax.set_ylabel("energy (mJ)")
     elif len(fields) == 2:
         ax = axes[0][0]
         (rows_name, rows_values), (cols_name, cols_values) = [(f, doc["fields"][f]) for f in fields]
-        cell = {(_show(p["vary"][rows_name]), _show(p["vary"][cols_name])): p["energy_j"] * 1e3 for p in done}
-        grid = [[cell.get((_show(r), _show(c)), float("nan")) for c in cols_values] for r in rows_values]
+        cell = {(show_value(p["vary"][rows_name]), show_value(p["vary"][cols_name])): p["energy_j"] * 1e3 for p in done}
+        grid = [[cell.get((show_value(r), show_value(c)), float("nan")) for c in cols_values] for r in rows_values]
         image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
         finished = [v for row in grid for v in row if v == v]
         least, most = (min(finished), max(finished)) if finished else (None, None)
