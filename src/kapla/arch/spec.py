@@ -76,16 +76,24 @@ _SIZE_HINT = "expected a byte count such as 32768 or '32 KiB'"
 _KINDS_TEXT = "ifm, wgt or ofm"
 
 
+def size_in_bytes(text: str, unit: bool = False) -> float | None:
+    """``"32 KiB"`` -> 32768.0; a bare number is bytes unless ``unit`` (a unit
+    required); None: not a size."""
+    match = _SIZE_RE.match(text)
+    if not match or (unit and not match.group(2)):
+        return None
+    return float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+
+
 def _parse_size(value: Any) -> Any:
     """Accept ``"32 KiB"``-style strings for byte counts; ints pass through."""
     if isinstance(value, bool):
         raise PydanticCustomError("size_type", _SIZE_HINT)
     if not isinstance(value, str):
         return value
-    match = _SIZE_RE.match(value)
-    if not match:
+    size = size_in_bytes(value)
+    if size is None:
         raise PydanticCustomError("size_type", _SIZE_HINT)
-    size = float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
     if size != int(size):
         raise PydanticCustomError("size_type", "not a whole number of bytes")
     return int(size)

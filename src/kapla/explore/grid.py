@@ -24,15 +24,13 @@ from typing import Any
 
 from kapla.arch.describe import show_value
 from kapla.arch.energy_tables import format_bytes
-from kapla.arch.spec import ArchSpec
+from kapla.arch.spec import ArchSpec, size_in_bytes
 from kapla.errors import ArchError, KaplaError
 from kapla.explore.variants import vary
 
 #: Most values one field may take (a range that runs away is a mistake, not a sweep).
 MAX_VALUES = 1000
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)$", re.IGNORECASE)
-_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 _ARRAY = re.compile(r"^(\d+)\s*x\s*(\d+)$")
 _RANGE = re.compile(r"^(?P<lo>.+?)\s*\.\.\s*(?P<hi>.+?)\s*(?:(?P<op>[*+])\s*(?P<step>[^*+\s]+))?$")
 
@@ -96,9 +94,8 @@ def resolve_path(name: str, arch: ArchSpec) -> str:
 
 def parse_value(text: str) -> Any:
     """One value of a list (see the module)."""
-    size = _SIZE.match(text)
-    if size:
-        number = float(size.group(1)) * _UNITS[size.group(2).lower()]
+    number = size_in_bytes(text, unit=True)
+    if number is not None:  # a sweep reads a bare number as a number, not as bytes
         return Size(int(number)) if number == int(number) else text
     array = _ARRAY.match(text)
     if array:
