@@ -316,3 +316,32 @@ def test_transformer_blocks_are_cut_and_a_product_of_two_fmaps_reads_its_operand
     for solver in ("atomic", "il-pipe"):
         result = kapla.schedule(net, SMALL, solver=solver, jobs=1)
         assert result.valid and result.to_dict()["atomic"]["violations"] == []
+
+
+def test_the_ablations_each_switch_one_stage_off():
+    """Without the DP the rounds take the first ready atoms in order; without
+    the annealing the atoms are layer-sequential's; without reuse nothing is
+    read on chip. Each schedule is valid."""
+    net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=2)
+    full = kapla.schedule(net, SMALL, solver="atomic", jobs=1).to_dict()["atomic"]
+    assert full["reuse_ratio"] > 0
+    no_reuse = kapla.schedule(net, SMALL, solver="atomic", solver_options={"reuse": False}, jobs=1)
+    assert no_reuse.valid and no_reuse.to_dict()["atomic"]["reuse_ratio"] == 0
+    even = kapla.schedule(net, SMALL, solver="atomic", solver_options={"anneal": False}, jobs=1)
+    sequential = kapla.schedule(net, SMALL, solver="layer-sequential", jobs=1)
+    assert even.valid and even.to_dict()["atomic"]["atoms"] == sequential.to_dict()["atomic"]["atoms"]
+    assert kapla.schedule(net, SMALL, solver="atomic", solver_options={"dp": False}, jobs=1).valid
+
+
+def test_the_list_schedule_takes_the_first_ready_atoms_in_order():
+    from kapla.model.rounds import Atom
+    from kapla.search.network.atomic.rounds import in_order
+
+    def atom(name, *reads):
+        return Atom(name, name[0], cycles=1, energy_j=0.0, macs=1, out_words=1,
+                    inputs=tuple((r, 1) for r in reads) or ((None, 1),))
+
+    # a0 a1 independent; b0 reads a0; b1 reads a1; c reads b0 and b1; d independent
+    atoms = [atom("a0"), atom("a1"), atom("b0", "a0"), atom("b1", "a1"), atom("c", "b0", "b1"), atom("d")]
+    assert in_order(atoms, 2) == [(0, 1), (2, 3), (4, 5)]
+    assert in_order(atoms, 3) == [(0, 1, 5), (2, 3), (4,)]

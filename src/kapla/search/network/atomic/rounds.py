@@ -204,6 +204,31 @@ def layer_by_layer(atoms: Sequence[Atom], groups: Sequence[tuple[int, int]], gro
     return rounds
 
 
+def in_order(atoms: Sequence[Atom], engines: int) -> list[tuple[int, ...]]:
+    """A list schedule: each round the first ``engines`` atoms, in their order,
+    whose producers ran in an earlier round (the ablation without the DP)."""
+    index = {a.name: i for i, a in enumerate(atoms)}
+    producers = [[index[p] for p in a.reads] for a in atoms]
+    done = [False] * len(atoms)
+    pending = list(range(len(atoms)))
+    rounds: list[tuple[int, ...]] = []
+    while pending:
+        chosen = []
+        for i in pending:
+            if all(done[p] for p in producers[i]):
+                chosen.append(i)
+                if len(chosen) == engines:
+                    break
+        if not chosen:
+            raise ValueError("atoms whose producers never run")
+        for i in chosen:
+            done[i] = True
+        taken = set(chosen)
+        pending = [i for i in pending if i not in taken]
+        rounds.append(tuple(chosen))
+    return rounds
+
+
 def snake(mesh: tuple[int, int]) -> list[int]:
     """The engines in snake order: row by row, every other row reversed."""
     rows, cols = mesh
@@ -312,4 +337,4 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
             for r, runs in enumerate(placed)]
 
 
-__all__ = ["FILLS", "RoundPlanner", "buffer", "layer_by_layer", "place", "snake"]
+__all__ = ["FILLS", "RoundPlanner", "buffer", "in_order", "layer_by_layer", "place", "snake"]

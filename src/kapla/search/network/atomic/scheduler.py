@@ -32,7 +32,7 @@ from kapla.search.network.atomic.atoms import (
     even,
     reads,
 )
-from kapla.search.network.atomic.rounds import RoundPlanner, buffer, layer_by_layer, place, snake
+from kapla.search.network.atomic.rounds import RoundPlanner, buffer, in_order, layer_by_layer, place, snake
 from kapla.search.result import LayerResult, ScheduleResult
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.problem import Problem
@@ -86,15 +86,23 @@ class AtomicScheduler(NetworkScheduler):
 
     name = "atomic"
 
-    def __init__(self, beam: int = 4, anneal_steps: int = 400, seed: int = 0) -> None:
+    def __init__(self, beam: int = 4, anneal_steps: int = 400, seed: int = 0, dp: bool = True,
+                 anneal: bool = True, reuse: bool = True) -> None:
+        """The paper's ablations (Fig. 10): ``dp`` False: each round takes the first ready atoms in
+        the network's order (a list schedule, without the DP and its priorities); ``anneal`` False:
+        each layer cut evenly over the engines, as layer-sequential (without the annealing);
+        ``reuse`` False: every output written to DRAM (without on-chip reuse)."""
         if beam < 1 or anneal_steps < 0:
             raise KaplaError("atomic: beam must be at least 1 and anneal_steps at least 0")
         self.beam, self.anneal_steps, self.seed = beam, anneal_steps, seed
+        self.dp, self.anneal, self.reuse = dp, anneal, reuse
 
     #: Annealing rounds: the first on the estimates, each next one on them corrected by the evaluator's cycles
     CALIBRATIONS = 2
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
+        if not self.anneal:
+            return even(list(net), arch, arch.pe_unroll.text)
         return anneal(list(net), arch, arch.pe_unroll.text, seed=self.seed, steps=self.anneal_steps,
                       scale=scale)[0]
 
@@ -131,6 +139,8 @@ class AtomicScheduler(NetworkScheduler):
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
+        if not self.dp:
+            return in_order(atoms, engines)
         planner = RoundPlanner(atoms, groups, group_layer, group_sample, _depths(net), engines, self.beam)
         return planner.plan(None if progress is None else (lambda d, t: progress("scheduling rounds", d, t)))
 
@@ -139,8 +149,8 @@ class AtomicScheduler(NetworkScheduler):
         return place(rounds, atoms, layer_of, chip)
 
     def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
-        """Atoms whose outputs go to DRAM whatever the buffers hold (none here)."""
-        return frozenset()
+        """Atoms whose outputs go to DRAM whatever the buffers hold (none here, all without reuse)."""
+        return frozenset() if self.reuse else frozenset(range(len(atoms)))
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
         net, arch, objective = task.net, task.arch, task.objective.name
