@@ -213,18 +213,23 @@ def in_order(atoms: Sequence[Atom], engines: int) -> list[tuple[int, ...]]:
     pending = list(range(len(atoms)))
     rounds: list[tuple[int, ...]] = []
     while pending:
-        chosen = []
-        for i in pending:
+        chosen: list[int] = []
+        waiting: list[int] = []
+        at = len(pending)
+        for j, i in enumerate(pending):
             if all(done[p] for p in producers[i]):
                 chosen.append(i)
                 if len(chosen) == engines:
+                    at = j + 1
                     break
+            else:
+                waiting.append(i)
         if not chosen:
             raise ValueError("atoms whose producers never run")
         for i in chosen:
             done[i] = True
-        taken = set(chosen)
-        pending = [i for i in pending if i not in taken]
+        # only the front was scanned: the rest keeps its order untouched
+        pending = waiting + pending[at:]
         rounds.append(tuple(chosen))
     return rounds
 

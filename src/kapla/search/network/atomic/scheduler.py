@@ -99,6 +99,8 @@ class AtomicScheduler(NetworkScheduler):
 
     #: Annealing rounds: the first on the estimates, each next one on them corrected by the evaluator's cycles
     CALIBRATIONS = 2
+    #: Whether the list schedule's rounds are tried beside the DP's (the faster kept); baselines plan their own
+    LIST_TOO = True
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         if not self.anneal:
@@ -189,9 +191,18 @@ class AtomicScheduler(NetworkScheduler):
         order = [layer.name for layer in net]
         index = {name: i for i, name in enumerate(order)}
         groups, group_layer, group_sample = _groups(specs, index)
-        rounds = self.rounds(atoms, groups, group_layer, group_sample, net, chip.engines, progress)
-        placed = self.placed(rounds, atoms, [index[a.layer] for a in atoms], chip)
-        timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip, self.through_dram(atoms, net)), chip)
+        plans = [self.rounds(atoms, groups, group_layer, group_sample, net, chip.engines, progress)]
+        if self.dp and self.LIST_TOO:
+            # the DP's pruning can miss what a plain list schedule finds (VGG-19: 16 % faster)
+            plans.append(in_order(atoms, chip.engines))
+        best: tuple[list, Timeline] | None = None
+        for rounds in plans:
+            placed = self.placed(rounds, atoms, [index[a.layer] for a in atoms], chip)
+            timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip, self.through_dram(atoms, net)), chip)
+            if best is None or timeline.cycles < best[1].cycles:
+                best = (placed, timeline)
+        assert best is not None
+        placed, timeline = best
         return _result(net, arch, specs, atoms, costs, problems, timeline, placed, layers.solver.name, objective,
                        time.perf_counter() - task.start, self.name)
 
@@ -207,6 +218,7 @@ class LayerSequentialScheduler(AtomicScheduler):
         super().__init__()
 
     CALIBRATIONS = 1
+    LIST_TOO = False
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         return even(list(net), arch, arch.pe_unroll.text)
@@ -237,6 +249,7 @@ class CnnPartitionScheduler(AtomicScheduler):
         self._cluster: dict[str, int] = {}
 
     CALIBRATIONS = 1
+    LIST_TOO = False
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
         if self.clusters:
@@ -331,6 +344,7 @@ class IlPipeScheduler(AtomicScheduler):
         self._block: dict[str, tuple[int, int]] = {}  # per layer: its first engine on the snake, its engines
 
     CALIBRATIONS = 1
+    LIST_TOO = False
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
         if self.depth:
