@@ -1,8 +1,9 @@
 """The atomic network scheduler (Atomic Dataflow): atoms sized by simulated
 annealing, each costed by kapla's evaluator as a layer problem on one engine
-with its data on chip, scheduled in rounds by the pruned dynamic program,
-mapped along the engines' snake order, written back where buffers overflow,
-and the whole costed and checked by the round model (:mod:`kapla.model.rounds`).
+with its data on chip, scheduled in rounds by the pruned dynamic program (or
+by a list schedule where that is faster), mapped along the engines' snake
+order, written back where buffers overflow, and the whole costed and checked
+by the round model (:mod:`kapla.model.rounds`).
 """
 
 from __future__ import annotations
