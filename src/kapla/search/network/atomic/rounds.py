@@ -322,22 +322,26 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
     last = {p: max(rs) for p, rs in uses.items()}
     evict: list[list[int]] = [[] for _ in placed]
     kept: dict[int, dict[int, int]] = {}  # engine -> atom -> its last round in the buffer
+    words: dict[int, int] = {}  # engine -> the words its kept outputs take
     for r, runs in enumerate(placed):
         for engine in list(kept):
             kept[engine] = {i: until for i, until in kept[engine].items() if until >= r}
+            words[engine] = sum(atoms[j].out_words for j in kept[engine])
         for i, engine in runs:
             held = kept.setdefault(engine, {})
             need = max(atoms[i].work_words, atoms[i].out_words)
-            while held and sum(atoms[j].out_words for j in held) + need > chip.buffer_words:
+            while held and words.get(engine, 0) + need > chip.buffer_words:
                 # furthest next use: the kept output whose next reader comes last
                 victim = max(held, key=lambda j: (_next_use(uses.get(j, []), r), j))
                 evict[r - 1].append(victim)  # r > 0: round 0 keeps nothing yet
                 del held[victim]
+                words[engine] -= atoms[victim].out_words
         for i, engine in runs:
             if i in through_dram:
                 evict[r].append(i)
             elif i in last and last[i] > r:
                 kept.setdefault(engine, {})[i] = last[i]
+                words[engine] = words.get(engine, 0) + atoms[i].out_words
     return [Round(tuple((atoms[i].name, engine) for i, engine in runs), tuple(atoms[j].name for j in evict[r]))
             for r, runs in enumerate(placed)]
 
