@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kapla.arch import load_arch
+from kapla.arch.describe import show_value
 from kapla.errors import KaplaError
-from kapla.explore.grid import MAX_VALUES, Size, parse_value, parse_vary, show, variants
+from kapla.explore.grid import MAX_VALUES, Size, parse_value, parse_vary, variants
 
 BASE = load_arch("interstellar")
 
@@ -24,7 +25,7 @@ def test_values(text, value):
 
 def test_sizes_print_as_sizes():
     field = parse_vary("GBUF.capacity=32KiB..512KiB*2", BASE)
-    assert [show(v) for v in field.values] == ["32 KiB", "64 KiB", "128 KiB", "256 KiB", "512 KiB"]
+    assert [show_value(v) for v in field.values] == ["32 KiB", "64 KiB", "128 KiB", "256 KiB", "512 KiB"]
     assert field.values == (32768, 65536, 131072, 262144, 524288)
 
 

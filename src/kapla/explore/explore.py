@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kapla.arch.describe import show_value
 from kapla.arch.spec import ArchSpec, SplitCapacity
 from kapla.errors import KaplaError
-from kapla.explore.grid import Field, parse_vary, plain, show, variants
+from kapla.explore.grid import Field, parse_vary, plain, variants
 from kapla.explore.store import PointStore
 from kapla.explore.sweep import OK, Point, run_points
 from kapla.scheduling.registry import make_solver
@@ -112,7 +113,7 @@ def explore(network: Network, arch: ArchSpec, vary: Sequence[str | Field], *, so
 
 def label(row: dict[str, Any]) -> str:
     """A point as ``REGF.capacity=32 B, GBUF.capacity=64 KiB``."""
-    return ", ".join(f"{name}={show(value)}" for name, value in row["vary"].items())
+    return ", ".join(f"{name}={show_value(value)}" for name, value in row["vary"].items())
 
 
 def shown(result: Exploration, row: dict[str, Any], name: str) -> str:

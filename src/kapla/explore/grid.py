@@ -51,10 +51,10 @@ class Field:
     name: str
     path: str
     values: tuple[Any, ...]
-    labels: tuple[str, ...] | None = None  # how tables and plots show the values (default: :func:`show`)
+    labels: tuple[str, ...] | None = None  # how tables and plots show the values (default: ``show_value``)
 
     def shown(self) -> list[str]:
-        return list(self.labels) if self.labels is not None else [show(v) for v in self.values]
+        return list(self.labels) if self.labels is not None else [show_value(v) for v in self.values]
 
 
 def parse_vary(text: str, arch: ArchSpec) -> Field:
@@ -154,9 +154,6 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-show = show_value  # how a sweep's tables and labels show a value
-
-
 def plain(value: Any) -> Any:
     """A value as JSON holds it (byte sizes as their number of bytes)."""
     return int(value) if isinstance(value, Size) else value
@@ -173,14 +170,14 @@ def variants(arch: ArchSpec, fields: list[Field]) -> list[tuple[dict[str, Any], 
     for combo in itertools.product(*(f.values for f in fields)):
         labels = dict(zip(names, combo, strict=True))
         changes = {f.path: plain(v) for f, v in zip(fields, combo, strict=True)}
-        name = arch.name + "".join(f" {n}={show(v)}" for n, v in labels.items())
+        name = arch.name + "".join(f" {n}={show_value(v)}" for n, v in labels.items())
         try:
             spec = vary(arch, changes, name=name)
         except ArchError as exc:
-            where = ", ".join(f"{n}={show(v)}" for n, v in labels.items())
+            where = ", ".join(f"{n}={show_value(v)}" for n, v in labels.items())
             raise KaplaError(f"--vary {where}: {exc}") from None
         out.append((labels, spec))
     return out
 
 
-__all__ = ["MAX_VALUES", "Field", "Size", "parse_value", "parse_vary", "plain", "resolve_path", "show", "variants"]
+__all__ = ["MAX_VALUES", "Field", "Size", "parse_value", "parse_vary", "plain", "resolve_path", "variants"]

@@ -25,8 +25,9 @@ depth, bypassed tensors and per-tensor buffers come for free:
      with what is left looping at the top; the best ``beam`` go on;
    * *the top two levels together*: every split of what is left between them
      that fits, under every pair of distinct loop orders (when those are too
-     many, each split first under one innermost loop per level, the best
-     ``_KEPT_SPLITS`` then under every pair), with the segment's feed: the
+     many, each split first under one innermost loop per level, past
+     ``_COARSE_SPLITS`` only those on a coarse grid, the best ``_KEPT_SPLITS``
+     then under every pair), with the segment's feed: the
      best valid blocking is the frame's answer;
 
    where the buffers or a feed rule frames out, the descent goes on down the
@@ -848,8 +849,8 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
     if _pairs(here, tops) > _STAGED_CANDIDATES:
         # many: each split first under one choice of innermost loop per level;
         # the best splits go on under every pair of orders
-        if _COARSE and len(src) > _COARSE_SPLITS:
-            keep = np.nonzero(_coarse(taken, np.stack([s.left for s in states])[src], dims))[0]
+        if len(src) > _COARSE_SPLITS:
+            keep = np.nonzero(_coarse(taken, taken * left, dims))[0]
             src, taken, left = src[keep], taken[keep], left[keep]
             here, tops = [here[k] for k in keep], [tops[k] for k in keep]
         inner_here, inner_tops = _innermost(taken), _innermost(left)
@@ -869,10 +870,10 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
     return b, space.score(index, b)
 
 
-_COARSE = True  # past ``_COARSE_SPLITS`` splits of the top two levels, the staged pass starts from a coarse grid
-# of them (a layer with many divisors: VGG-16 conv1_2 at batch 64 on 16x16 nodes had 101 k candidates in its
-# first pass, 57 k on the grid; on the benchmark's 570 layers the same schemes, the local refinement moving
-# factors off the grid where it pays)
+# past this many splits of the top two levels, the staged pass starts from a coarse grid of them (a layer
+# with many divisors: VGG-16 conv1_2 at batch 64 on 16x16 nodes had 101 k candidates in its first pass,
+# 57 k on the grid; on the benchmark's 570 layers the same schemes, the local refinement moving factors off
+# the grid where it pays)
 _COARSE_SPLITS = 2048
 
 

@@ -362,14 +362,24 @@ def _plan(net: Network, sizes: dict[str, Tiling], a: AtomSpec) -> list[tuple[str
             got += [(e.src, k0, r0, w) for (k0, r0), w in zip(blocks, _spread(total, len(blocks)), strict=True)
                     if w]
             continue
-        for r0 in _blocks(prow, t.rows, shape.h):
-            for k0 in _blocks(wanted, t.k, shape.c):
-                words = (_overlap(wanted, (k0, min(shape.c, k0 + t.k)))
-                         * _overlap(prow, (r0, min(shape.h, r0 + t.rows))) * shape.w)
-                if words:
-                    got.append((e.src, k0, r0, words))
+        got += _from_blocks(e.src, t, shape, wanted, prow)
     if layer.op == Op.MATMUL:
         got += _operand(net, sizes, layer, a)
+    return got
+
+
+def _from_blocks(src: str, t: Tiling, shape, chans: tuple[int, int], rows: tuple[int, int]
+                 ) -> list[tuple[str | None, int, int, int]]:
+    """The atoms of producer ``src`` (cut by ``t``, its output ``shape``) whose blocks
+    hold channels ``chans`` of rows ``rows``, with the words of each: (producer, its
+    atom's first channel and row, words)."""
+    got: list[tuple[str | None, int, int, int]] = []
+    for r0 in _blocks(rows, t.rows, shape.h):
+        for k0 in _blocks(chans, t.k, shape.c):
+            words = (_overlap(chans, (k0, min(shape.c, k0 + t.k)))
+                     * _overlap(rows, (r0, min(shape.h, r0 + t.rows))) * shape.w)
+            if words:
+                got.append((src, k0, r0, words))
     return got
 
 
@@ -423,17 +433,10 @@ def _operand(net: Network, sizes: dict[str, Tiling], layer: Layer, a: AtomSpec
             lo, hi = max(r[0], mine[0]) - mine[0], min(r[1], mine[1]) - mine[0]
             if hi <= lo or c[1] <= c[0]:
                 continue
-            prow, per_row = (lo // sh.w, -(-hi // sh.w)), sh.w
             if e.src in net.inputs:
                 got.append((None, 0, 0, (c[1] - c[0]) * (hi - lo)))
-                continue
-            t = sizes[e.src]
-            for r0 in _blocks(prow, t.rows, sh.h):
-                for k0 in _blocks(c, t.k, sh.c):
-                    words = (_overlap(c, (k0, min(sh.c, k0 + t.k)))
-                             * _overlap(prow, (r0, min(sh.h, r0 + t.rows))) * per_row)
-                    if words:
-                        got.append((e.src, k0, r0, words))
+            else:
+                got += _from_blocks(e.src, sizes[e.src], sh, c, (lo // sh.w, -(-hi // sh.w)))
     return got
 
 

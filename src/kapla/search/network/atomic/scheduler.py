@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -196,10 +197,12 @@ class AtomicScheduler(NetworkScheduler):
         if self.dp and self.LIST_TOO:
             # the DP's pruning can miss what a plain list schedule finds (VGG-19: 16 % faster)
             plans.append(in_order(atoms, chip.engines))
+        layer_of = [index[a.layer] for a in atoms]
+        written = self.through_dram(atoms, net)
         best: tuple[list, Timeline] | None = None
         for rounds in plans:
-            placed = self.placed(rounds, atoms, [index[a.layer] for a in atoms], chip)
-            timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip, self.through_dram(atoms, net)), chip)
+            placed = self.placed(rounds, atoms, layer_of, chip)
+            timeline = evaluate_rounds(atoms, buffer(placed, atoms, chip, written), chip)
             if best is None or timeline.cycles < best[1].cycles:
                 best = (placed, timeline)
         assert best is not None
@@ -256,8 +259,7 @@ class CnnPartitionScheduler(AtomicScheduler):
         if self.clusters:
             return self._one(task, layers, self.clusters)
         options = [p for p in (1, 2, 4) if p <= task.arch.num_nodes and p <= len(task.net.layers)]
-        results = [self._one(task, layers, p) for p in options]
-        return min(results, key=lambda r: (not r.valid, r.time))
+        return _fastest(self._one(task, layers, p) for p in options)
 
     def _one(self, task: NetworkTask, layers: LayerService, p: int) -> ScheduleResult:
         self._p = p
@@ -312,13 +314,7 @@ class CnnPartitionScheduler(AtomicScheduler):
 
     def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
         """Outputs read by another block's layers go through DRAM."""
-        index = {a.name: i for i, a in enumerate(atoms)}
-        out = set()
-        for a in atoms:
-            for p in a.reads:
-                if self._cluster[atoms[index[p]].layer] != self._cluster[a.layer]:
-                    out.add(index[p])
-        return frozenset(out)
+        return _read_across(atoms, self._cluster)
 
 
 class IlPipeScheduler(AtomicScheduler):
@@ -351,18 +347,17 @@ class IlPipeScheduler(AtomicScheduler):
         if self.depth:
             return self._one(task, layers, self.depth)
         options = [d for d in (2, 3, 4) if d <= task.arch.num_nodes and d <= len(task.net.layers)] or [1]
-        results = [self._one(task, layers, d) for d in options]
-        return min(results, key=lambda r: (not r.valid, r.time))
+        return _fastest(self._one(task, layers, d) for d in options)
 
     def _one(self, task: NetworkTask, layers: LayerService, depth: int) -> ScheduleResult:
         net, engines = task.net, task.arch.num_nodes
         depth = max(1, min(depth, engines))
         self._segment, self._block = {}, {}
         names = [layer.name for layer in net]
+        dataflow = task.arch.pe_unroll.text
         for start in range(0, len(names), depth):
             run = names[start:start + depth]
             # by the cycles one engine would take (a pooling layer's few operations are slow on an array)
-            dataflow = task.arch.pe_unroll.text
             share = _shares([estimate_cycles(net[n], Tiling(net[n].k, net[n].yo), task.arch, dataflow) for n in run],
                             engines)
             at = 0
@@ -383,9 +378,9 @@ class IlPipeScheduler(AtomicScheduler):
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
         names = [layer.name for layer in net]
-        queues: dict[str, list[int]] = {}
+        queues: dict[str, deque[int]] = {}
         for (start, end), layer in zip(groups, group_layer, strict=True):
-            queues.setdefault(names[layer], []).extend(range(start, end))
+            queues.setdefault(names[layer], deque()).extend(range(start, end))
         index = {a.name: i for i, a in enumerate(atoms)}
         done: set[int] = set()
         out: list[tuple[int, ...]] = []
@@ -396,7 +391,7 @@ class IlPipeScheduler(AtomicScheduler):
                 for n in mine:
                     queue, room = queues[n], self._block[n][1]
                     while queue and room and all(index[p] in done for p in atoms[queue[0]].reads):
-                        chosen.append(queue.pop(0))
+                        chosen.append(queue.popleft())
                         room -= 1
                 if not chosen:
                     raise KaplaError(f"il-pipe: segment {segment} has no atom ready (a bug)")
@@ -421,9 +416,18 @@ class IlPipeScheduler(AtomicScheduler):
 
     def through_dram(self, atoms: list[Atom], net: Network) -> frozenset[int]:
         """Outputs read by a layer of another segment go through DRAM."""
-        index = {a.name: i for i, a in enumerate(atoms)}
-        return frozenset(index[p] for a in atoms for p in a.reads
-                         if self._segment[atoms[index[p]].layer] != self._segment[a.layer])
+        return _read_across(atoms, self._segment)
+
+
+def _fastest(results: Iterable[ScheduleResult]) -> ScheduleResult:
+    """The fastest valid schedule of ``results`` (the fastest of all if none is valid)."""
+    return min(results, key=lambda r: (not r.valid, r.time))
+
+
+def _read_across(atoms: list[Atom], part: Mapping[str, int]) -> frozenset[int]:
+    """The atoms whose outputs an atom of a layer in another part (``part``: per layer) reads."""
+    index = {a.name: i for i, a in enumerate(atoms)}
+    return frozenset(index[p] for a in atoms for p in a.reads if part[atoms[index[p]].layer] != part[a.layer])
 
 
 def _shares(work: list[float], engines: int) -> list[int]:
