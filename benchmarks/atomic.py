@@ -143,7 +143,12 @@ def engine_count(args: argparse.Namespace, console: Console) -> int:
     invalid = 0
     for net in args.nets.split(","):
         for text in args.engines.split(","):
-            rows, cols = (int(v) for v in text.lower().split("x"))
+            try:
+                rows, cols = (int(v) for v in text.lower().split("x"))
+                if rows < 1 or cols < 1:
+                    raise ValueError
+            except ValueError:
+                raise SystemExit(f"error: --engines {text!r}: expected ROWSxCOLS, e.g. 8x8") from None
             arch = engine_arch(base, rows, cols)
             got = {}
             for solver in ("atomic", "layer-sequential", "il-pipe"):
