@@ -206,39 +206,9 @@ class Nests:
 
     # ------------------------------------------------------------ loops (M rows)
 
-    def loops_above(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The temporal loops enclosing the blocks of ``level``, outermost first,
-        as ``(M, L)`` dims, counts and steps (the block each loop advances by)."""
-        width = self._loop_columns(level)
-        dims, counts, steps = self._all_loops()
-        return dims[:, :width], counts[:, :width], steps[:, :width]
-
-    def running_counts_above(self, level: int) -> np.ndarray:
-        """``(M, L)`` running products of :meth:`loops_above`'s counts, outermost first."""
-        key = ("running",)
-        if key not in self._cache:
-            self._cache[key] = np.cumprod(self._all_loops()[1], axis=1)
-        return self._cache[key][:, :self._loop_columns(level)]
-
-    def _loop_columns(self, level: int) -> int:
-        """How many of the outermost loops enclose ``level``: the loops above one
-        level are the first columns of those above any level below it."""
-        return sum(up.dims.shape[1] for up in self.updates[level:])
-
-    def _all_loops(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        key = ("above",)
-        if key not in self._cache:
-            parts = [self._level_loops(i) for i in range(self.levels - 1, -1, -1)]
-            if parts:
-                dims, counts, steps = (np.concatenate(p, axis=1) for p in zip(*parts, strict=True))
-            else:
-                dims = counts = steps = np.zeros((len(self), 0), np.int64)
-            self._cache[key] = (dims, counts, steps)
-        return self._cache[key]
-
     def temporal_above(self, level: int) -> np.ndarray:
         """``(F, 8)`` product of the update counts of ``level`` and every level
-        above it, per dimension: what :meth:`loops_above` multiply to, per
+        above it, per dimension: what the loops enclosing the level multiply to, per
         factor combination (whatever their order)."""
         key = ("temporal above", level)
         if key not in self._cache:
@@ -246,23 +216,6 @@ class Nests:
             for t in self.temporal[level:]:
                 out = out * t
             self._cache[key] = out
-        return self._cache[key]
-
-    def _level_loops(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        key = ("level", level)
-        if key not in self._cache:
-            up = self.updates[level]
-            M, L = up.dims.shape
-            reach = (self.nominal_tiles[level] * self.spatial[level])[self.rows]
-            flat = reach.reshape(-1)
-            base = np.arange(M) * ND
-            steps = np.zeros((M, L), dtype=np.int64)
-            for k in range(L - 1, -1, -1):  # innermost first: a loop advances by what is inside it
-                idx = base + up.dims[:, k]
-                step = flat[idx]
-                steps[:, k] = step
-                flat[idx] = step * up.counts[:, k]
-            self._cache[key] = (up.dims, up.counts, steps)
         return self._cache[key]
 
     def dim_loops(self, cands: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:

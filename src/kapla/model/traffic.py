@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kapla.dataflow.tensors import RELEVANT_MASK, WINDOW_AXIS, Kind, footprints, ifm_extents, whole_input
+from kapla.dataflow.tensors import DIMS, RELEVANT_MASK, WINDOW_AXIS, Kind, footprints, ifm_extents, whole_input
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, mean_channel_distance
 from kapla.model.nests import Nests
@@ -126,12 +126,11 @@ class _Blocks:
 
 @dataclass(frozen=True, eq=False)
 class _Sweep:
-    """How loops (outermost first) reload a tensor's blocks: the innermost
-    looping loop it depends on (``last``), the product of it and every loop
-    enclosing it (``upto``), and the distinct blocks the loops visit."""
+    """How loops (outermost first) reload a tensor's blocks: the product of the
+    innermost looping loop it depends on and every loop enclosing it
+    (``upto``), and the distinct blocks the loops visit."""
 
     has: np.ndarray
-    last: np.ndarray
     upto: np.ndarray
     distinct: np.ndarray
     slides: np.ndarray | None  # the last loop moves an input window
@@ -140,40 +139,127 @@ class _Sweep:
     step: np.ndarray | None  # how far the window moves per iteration
 
 
-def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, lasts: dict) -> _Sweep:
+class _Loops:
+    """The nests' temporal loops as the sweeps read them, level by level (a
+    level's loops outermost first), each piece worked out once per call of
+    :func:`traffic`."""
+
+    def __init__(self, nests: Nests) -> None:
+        self.nests = nests
+        self.cache: dict = {}
+
+    def innermost(self, kind: Kind, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per nest, whether a loop of ``level`` iterates and matters to ``kind``,
+        and the column of the innermost one (``(M,)`` each)."""
+        key = ("innermost", kind, level)
+        if key not in self.cache:
+            up = self.nests.updates[level]
+            sweeping = ((_RELEVANT_BITS[kind] >> up.dims) & 1) * (up.counts > 1)
+            width = sweeping.shape[1]
+            if width <= _PACKED_COLUMNS:
+                # one bit per column, exact in a float: the innermost is the highest set bit
+                packed = sweeping @ (1 << np.arange(width, dtype=np.int64))
+                self.cache[key] = (packed > 0, np.frexp(packed)[1].astype(np.int64) - 1)
+            else:
+                self.cache[key] = (sweeping.any(axis=1), width - 1 - np.argmax(sweeping[:, ::-1], axis=1))
+        return self.cache[key]
+
+    def running(self, level: int) -> np.ndarray:
+        """``(M, w)`` running products of ``level``'s loop counts, outermost first."""
+        key = ("running", level)
+        if key not in self.cache:
+            self.cache[key] = np.cumprod(self.nests.updates[level].counts, axis=1)
+        return self.cache[key]
+
+    def outer(self, level: int) -> np.ndarray:
+        """``(F,)`` iterations of every loop of the levels above ``level``."""
+        key = ("outer", level)
+        if key not in self.cache:
+            self.cache[key] = np.prod(self.nests.temporal_above(level + 1), axis=1)
+        return self.cache[key]
+
+    def reach(self, level: int) -> np.ndarray:
+        """``(F, 8)`` what one pass of ``level``'s units covers: its loops advance by it."""
+        return self.nests.nominal_tiles[level] * self.nests.spatial[level]
+
+
+def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, loops: _Loops) -> _Sweep:
     """How the loops above ``level`` reload ``kind``'s blocks there. What does
     not depend on their order (the distinct blocks, whether any relevant loop
-    iterates) is worked out per factor combination; ``lasts`` keeps, per kind,
-    the index of the innermost loop that iterates and matters to it among the
-    outermost ``L``, for every ``L`` (the loops above a level are the first
-    ones of those above a level below it)."""
-    dims, counts, steps = nests.loops_above(level)
-    M, L = dims.shape
-    mask = RELEVANT_MASK[kind]
-    above = nests.temporal_above(level)
-    distinct = np.prod(np.where(mask, above, 1), axis=1)[nests.rows]
-    has = np.any(mask & (above > 1), axis=1)[nests.rows]  # a loop of one iteration changes nothing
-    if L == 0 or not has.any():
-        return _Sweep(has, np.zeros(M, np.int64), np.ones(M, np.int64), distinct, None, None, None, None)
-    if kind not in lasts:
-        all_dims, all_counts, _ = nests.loops_above(0)
-        sweeping = mask[all_dims.T] & (all_counts.T > 1)  # (loops, M): reduced a row at a time
-        # row ``L - 1``: the innermost loop that iterates and matters among the outermost ``L``
-        lasts[kind] = np.maximum.accumulate(np.where(sweeping, np.arange(all_dims.shape[1])[:, None], 0), axis=0)
-    last = lasts[kind][L - 1]
-    rows = np.arange(M)
-    upto = np.where(has, nests.running_counts_above(level)[rows, last], 1)
-    slides = axis = count = step = None
-    if kind == Kind.IFM:
-        dim = dims[rows, last]
+    iterates) is worked out per factor combination; the innermost loop that
+    iterates and matters is looked for level by level, innermost first (the
+    loops above a level are its own and those of the levels above it)."""
+    M = len(nests)
+    relevant = np.where(RELEVANT_MASK[kind], nests.temporal_above(level), 1)
+    distinct = np.prod(relevant, axis=1)[nests.rows]
+    has = np.any(relevant > 1, axis=1)[nests.rows]  # a loop of one iteration changes nothing
+    if not has.any():
+        return _Sweep(has, np.ones(M, np.int64), distinct, None, None, None, None)
+    here, col = loops.innermost(kind, level)
+    groups: list[tuple[int, np.ndarray | None, np.ndarray]]
+    if not (has & ~here).any():
+        # the usual case: the level's own loops hold the innermost one of every nest that reloads
+        # (the others' values are masked below)
+        groups = [(level, None, col)]
+    else:
+        found = here.copy()
+        at_level, column = np.where(here, level, -1), col.copy()
+        for lvl in range(level + 1, nests.levels):
+            if found.all():
+                break
+            here, col = loops.innermost(kind, lvl)
+            new = here & ~found
+            at_level[new], column[new] = lvl, col[new]
+            found |= here
+        has_loop = has & found  # (not so only where some count is below one: an invalid nest)
+        groups = []
+        for lvl in range(level, nests.levels):
+            picked = np.nonzero(has_loop & (at_level == lvl))[0]
+            if len(picked):
+                groups.append((lvl, picked, column[picked]))
+    is_ifm = kind == Kind.IFM
+    if groups[0][1] is not None:
+        upto = np.ones(M, dtype=np.int64)
+        dim, count, step = np.zeros(M, dtype=np.int64), np.ones(M, dtype=np.int64), np.zeros(M, dtype=np.int64)
+    for lvl, sel, last in groups:
+        up = nests.updates[lvl]
+        width = up.dims.shape[1]
+        nest: np.ndarray = np.arange(M) if sel is None else sel
+        at = nest * width + last  # the last loop's place in the level's (M, w) arrays, flat
+        f = nests.rows[nest]
+        value = loops.outer(lvl)[f] * loops.running(lvl).reshape(-1)[at]
+        if is_ifm:
+            d = up.dims.reshape(-1)[at]
+            n = up.counts.reshape(-1)[at]
+            # a loop advances by the level's reach times the loops of its dim inside it: none
+            # of those iterates, or it would be the innermost that matters
+            by = loops.reach(lvl).reshape(-1)[f * ND + d]
+        if sel is None:
+            upto = np.where(has, value, 1)
+            if is_ifm:
+                dim, count, step = d, n, by
+        else:
+            upto[sel] = value
+            if is_ifm:
+                dim[sel], count[sel], step[sel] = d, n, by
+    slides = axis = None
+    if is_ifm:
         axis = WINDOW_AXIS[dim]
         slides = has & (axis >= 0)
         if slides.any():
-            count = counts[rows, last]
-            step = steps[rows, last] * shift[dim]
+            step = step * shift[dim]
         else:
             slides = None
-    return _Sweep(has, last, upto, distinct, slides, axis, count, step)
+    return _Sweep(has, upto, distinct, slides, axis, count if slides is not None else None,
+                  step if slides is not None else None)
+
+
+_PACKED_COLUMNS = 52  # a level's loops up to which their flags pack into a float's mantissa
+
+#: Per kind, the dims it depends on as bits of an int (dim ``j``: bit ``j``).
+_RELEVANT_BITS = {k: int(sum(1 << j for j, on in enumerate(mask) if on)) for k, mask in RELEVANT_MASK.items()}
+
+ND = len(DIMS)
 
 
 def _volume(kind: Kind, sw: _Sweep, block, whole: tuple[int, int]) -> np.ndarray:
@@ -227,7 +313,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
     # without a node level no pair of holders spans one
     node_at = n if node is None else node
     distance = _distance(nests, hw, feed)
-    lasts: dict = {}
+    loops = _Loops(nests)
 
     for r, role in enumerate(roles):
         kind, cp, written = role.kind, role.copies, role.written
@@ -258,7 +344,7 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
         # ---- each pair of consecutive holders, DRAM last
         path = chain + (n,)
         for c, p in itertools.pairwise(path):
-            sw = _sweep(kind, nests, c, shift, lasts)
+            sw = _sweep(kind, nests, c, shift, loops)
             distinct = sw.distinct
             vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
