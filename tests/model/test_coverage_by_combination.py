@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kapla.model.rules import coverage, coverage_ok
 from tests.model.random_nests import random_nests
 
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.booleans())
 def test_coverage_ok_is_coverage_per_candidate(seed, repeat_dims):

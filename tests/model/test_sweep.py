@@ -33,7 +33,7 @@ def _by_hand(nests, kind, level, m):
         return None
     lvl, dim, count = loops[last]
     upto = int(np.prod([c for _, _, c in loops[:last + 1]]))
-    inside = int(np.prod([c for k, (l, d, c) in enumerate(loops) if k > last and l == lvl and d == dim]))
+    inside = int(np.prod([c for k, (at, d, c) in enumerate(loops) if k > last and at == lvl and d == dim]))
     reach = int((nests.nominal_tiles[lvl] * nests.spatial[lvl])[f, dim])
     return upto, dim, count, reach * inside, lvl
 
