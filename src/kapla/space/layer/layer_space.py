@@ -56,6 +56,9 @@ class LayerSpace:
         self.frames: tuple[Frame, ...] = tuple(frames(problem.layer, problem.batch, problem.arch))
         self._evaluators: dict[int, FrameEvaluator] = {}
         self._bounds: dict[int, Bound] = {}
+        #: a search's memo of what depends on the frames and the feed alone, not on the
+        #: objective: shared by the spaces :meth:`under` gives
+        self.scratch: dict = {}
 
     def __len__(self) -> int:
         return len(self.frames)

@@ -127,3 +127,37 @@ def test_the_coarse_grid_takes_one_all_and_the_divisors_nearest_the_cube_root_an
     keep = levels._coarse(taken, np.repeat(whole, len(taken), axis=0), (0, 4))
     got = {(int(t[0]), int(t[4])) for t in taken[keep]}
     assert got == {(a, b) for a in (1, 4, 16, 64) for b in (1, 7, 32, 224)}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=st.sampled_from([3, 16, 96]), k=st.sampled_from([8, 64, 128]), hw=st.sampled_from([7, 28]),
+       r=st.sampled_from([1, 3]), batch=st.sampled_from([1, 16]),
+       design=st.sampled_from(["multinode", "edge", "simba", "four_level"]), beam=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_register_blocks_of_a_frame_do_not_depend_on_what_was_asked_before(c, k, hw, r, batch, design, beam, seed):
+    """A space keeps each frame's register blocks and their energies once worked
+    out: asked after other frames, in other groups, with and without the
+    estimates' rows, a frame gets the blocks and estimate of a fresh space."""
+    from kapla.search.layer.kapla.estimates import frame_arrays
+
+    path = EXAMPLES / f"{design}.yaml"
+    arch = load_arch(str(path) if path.exists() else design)
+    layer = Layer("l", Op.CONV, c=c, k=k, h=hw, w=hw, s=r, r=r)
+    problem = Problem(layer, batch, arch)
+    warm = LayerSpace(problem)
+    if not len(warm):
+        return
+    arr = frame_arrays(warm.frames, arch)
+    rng = np.random.default_rng(seed)
+    frames = rng.choice(len(warm), size=min(len(warm), 6), replace=False).tolist()
+    levels._register_blocks(warm, frames[::2], None, beam + 1)
+    levels._register_blocks(warm, frames[1:], arr, beam)
+    for rows in (arr, None):
+        got_blocks, got_best, _ = levels._register_blocks(warm, frames, rows, beam)
+        want_blocks, want_best, count = levels._register_blocks(LayerSpace(problem), frames, rows, beam)
+        assert count  # the fresh space costed them
+        assert got_blocks.keys() == want_blocks.keys()
+        for i, states in want_blocks.items():
+            assert [(s.unit.tolist(), s.left.tolist()) for s in got_blocks[i]] == \
+                [(s.unit.tolist(), s.left.tolist()) for s in states]
+        np.testing.assert_array_equal(got_best, want_best)

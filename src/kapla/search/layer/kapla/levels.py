@@ -514,9 +514,13 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     (:func:`kapla.search.layer.kapla.estimates.dram`: a block stacked over the
     PE array sets the smallest block the node buffer can hold). ``arr``: the
     frames' rows for the estimates (None: the cost model's energy alone)."""
-    arrs, found = [], []
-    below: dict[tuple, np.ndarray] = {}  # sharing variants of a frame have the same blocks below its node level
-    for i in frames:
+    # a frame's register blocks and their energies do not depend on who asks: worked out once per space
+    known = space.scratch.setdefault("register blocks", {})
+    below = space.scratch.setdefault("register units", {})  # sharing variants have the same blocks below the node level
+    arrs, fresh = [], []
+    for i in dict.fromkeys(frames):
+        if i in known:
+            continue
         ev = space.evaluator(i)
         frame = ev.frame
         rest = np.array(frame.rest, dtype=np.int64)
@@ -529,24 +533,26 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
             # the node level: its buffer sharing changes what fits there
             units = units[ev.fits_above(ev.levels - 1, units, [np.ones_like(units)] * (ev.levels - 1))]
         if len(units) == 0:
+            known[i] = None
             continue
         lefts = rest[None, :] // units
         b = None if ev.levels == 1 else _unit_blockings(units, lefts, ev.levels)
         if b is not None:
             arrs.append((ev, b))
-        found.append((i, lefts, units, b))
+        fresh.append((i, lefts, units, b))
     # under the problem's feed: data kept on chip cost what they cost there (a split reduction's
     # partial sums combined on chip, not through DRAM; pinned weights never fetched)
     totals = iter(totals_of_many(arrs, _feed_of(space)))
     evaluated = sum(len(b) for _, b in arrs)
-    values = []
-    for _, _, units, b in found:
+    for i, lefts, units, b in fresh:
         energy = np.zeros(len(units))
         if b is not None:
             # the block one level up holds everything left: its own buffers are judged later
             energy = np.full(len(units), np.inf)
             np.minimum.at(energy, b.rows, next(totals))
-        values.append(energy)
+        known[i] = (lefts, units, b, energy)
+    found = [(i, *known[i][:3]) for i in frames if known[i] is not None]
+    values = [known[i][3] for i in frames if known[i] is not None]
     items = [(space.evaluator(i), units, b) for i, _, units, b in found]
     if arr is not None and found and len(space.problem.arch.levels) >= 3:
         keep, values = _with_dram_extra(items, values, arr.take(np.array([i for i, *_ in found], dtype=np.int64)),
