@@ -153,8 +153,7 @@ class _Loops:
         and the column of the innermost one (``(M,)`` each)."""
         key = ("innermost", kind, level)
         if key not in self.cache:
-            up = self.nests.updates[level]
-            sweeping = ((_RELEVANT_BITS[kind] >> up.dims) & 1) * (up.counts > 1)
+            sweeping = _ITERATES_OVER[kind][self.iterating(level)]
             width = sweeping.shape[1]
             if width <= _PACKED_COLUMNS:
                 # one bit per column, exact in a float: the innermost is the highest set bit
@@ -162,6 +161,14 @@ class _Loops:
                 self.cache[key] = (packed > 0, np.frexp(packed)[1].astype(np.int64) - 1)
             else:
                 self.cache[key] = (sweeping.any(axis=1), width - 1 - np.argmax(sweeping[:, ::-1], axis=1))
+        return self.cache[key]
+
+    def iterating(self, level: int) -> np.ndarray:
+        """``(M, w)`` the dim of each of ``level``'s loops that iterates, ``ND`` for those that do not."""
+        key = ("iterating", level)
+        if key not in self.cache:
+            up = self.nests.updates[level]
+            self.cache[key] = np.where(up.counts > 1, up.dims, ND)
         return self.cache[key]
 
     def running(self, level: int) -> np.ndarray:
@@ -256,10 +263,9 @@ def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, loops: _Loop
 
 _PACKED_COLUMNS = 52  # a level's loops up to which their flags pack into a float's mantissa
 
-#: Per kind, the dims it depends on as bits of an int (dim ``j``: bit ``j``).
-_RELEVANT_BITS = {k: int(sum(1 << j for j, on in enumerate(mask) if on)) for k, mask in RELEVANT_MASK.items()}
-
 ND = len(DIMS)
+#: Per kind, by dim (``ND``: a loop that does not iterate): 1 where it reloads the tensor's blocks.
+_ITERATES_OVER = {k: np.append(mask, False).astype(np.int64) for k, mask in RELEVANT_MASK.items()}
 
 
 def _volume(kind: Kind, sw: _Sweep, block, whole: tuple[int, int]) -> np.ndarray:
