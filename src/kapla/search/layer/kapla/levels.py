@@ -610,32 +610,31 @@ def _coverable_first(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
 def _coverable(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None, np.ndarray]]) -> list[np.ndarray]:
     """Per frame ``(evaluator, register blocks, their candidates one level up,
     the blocks to check)``, which of those blocks pass :func:`_coverable_first`'s
-    test (all pass without candidates), every frame's in one batch."""
+    test (all pass without candidates), every frame's in one batch. A
+    candidate one level up loops over all that is left there: its loop orders
+    cannot change which blocks it visits, so each block is checked once that
+    way and once with all that is left at the top."""
     parts, where = [], []
     out: list[np.ndarray] = []
     for ev, units, b, idx in items:
         if b is None or not len(idx):
             out.append(np.ones(len(idx), dtype=bool))
             continue
-        sel = np.isin(b.rows, idx)
-        parts.append((ev, Blockings(b.unit, b.counts, b.rows[sel], tuple(o[sel] for o in b.orders))))
         u = units[idx]
         levels = ev.levels
         rest = np.array(ev.frame.rest, dtype=np.int64)[None, :] // u
         ident = np.broadcast_to(np.arange(ND, dtype=np.int64), u.shape)
-        parts.append((ev, Blockings(u, tuple(np.ones_like(u) if lvl < levels - 1 else rest
-                                             for lvl in range(levels)),
-                                    np.arange(len(u), dtype=np.int64), tuple(ident for _ in range(levels)))))
+        each = np.arange(len(u), dtype=np.int64)
+        orders = tuple(ident for _ in range(levels))
+        for at in (0, levels - 1):
+            parts.append((ev, Blockings(u, tuple(rest if lvl == at else np.ones_like(u) for lvl in range(levels)),
+                                        each, orders)))
         where.append(len(out))
         out.append(np.zeros(0, dtype=bool))
     if parts:
         oks = coverage_of_many(parts)
         for m, n in enumerate(where):
-            _, units, _, idx = items[n]
-            below, at_top = parts[2 * m][1], oks[2 * m + 1]
-            ok = np.zeros(len(units), dtype=bool)
-            np.logical_or.at(ok, below.rows, oks[2 * m])
-            out[n] = ok[idx] | at_top
+            out[n] = oks[2 * m] | oks[2 * m + 1]
     return out
 
 
