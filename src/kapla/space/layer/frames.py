@@ -162,7 +162,8 @@ class FrameEvaluator:
                              _one_row([s.cols for s in sp.stacks])) for sp in frame.spatial]
         self._inner_dims = _one_row([d for d, _ in self.inner])
         self._inner_counts = _one_row([c for _, c in self.inner])
-        self._full = np.array([layer_dims(frame.layer, frame.batch)[d] for d in DIMS], dtype=np.int64)
+        full = layer_dims(frame.layer, frame.batch)
+        self._full = np.array([full[d] for d in DIMS], dtype=np.int64)
         self._roles = tensor_roles(frame.layer)
 
     @cached_property
