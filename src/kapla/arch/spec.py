@@ -136,7 +136,7 @@ def _kind(kind: Any) -> str:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SplitCapacity(_Frozen):

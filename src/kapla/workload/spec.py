@@ -40,7 +40,7 @@ Padding = NonNegativeInt | tuple[NonNegativeInt, NonNegativeInt] | tuple[
 
 
 class _LayerSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     name: str = Field(min_length=1)
     inputs: list[str] = Field(min_length=1)
 
@@ -157,7 +157,7 @@ LAYER_TYPES: dict[str, type[_LayerSpec]] = {
 class NetworkSpec(BaseModel):
     """The top level of a network file (layers are checked one by one, see :func:`parse_network`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     name: str = Field(min_length=1)
     batch: PositiveInt = 1
     inputs: dict[str, tuple[PositiveInt, ...]] = Field(min_length=1)
