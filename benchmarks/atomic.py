@@ -15,13 +15,24 @@ claims, with the ablations of Fig. 10 (atomic without its DP, its annealing
 or its on-chip reuse); every schedule is checked valid (exit 1 otherwise).
 ``--engines 4x4,8x8,16x16`` runs the engine-count sweep of Fig. 12 instead
 (the same PEs and SRAM in all, each engine's array and buffer scaled).
+
+``--zoo`` runs every zoo network (or ``--nets``) at batch 1 and 20 (``--batches``)
+under the four round-model schedulers, each run as ``kapla schedule NET --arch
+atomic --solver S --batch B`` runs it (the CLI's default objective, one process,
+``--jobs 1``), in a child process stopped after ``--timeout`` seconds; every
+schedule is checked (the round model's validity check, and every atom of the
+timeline run once) and one row per run is appended to ``--results`` (jsonl), whose
+finished runs a new start skips: the sweep resumes. Then one table of them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -43,8 +54,22 @@ def main() -> int:
     parser.add_argument("--engines", default=None, metavar="RxC,...",
                         help="instead: the paper's Fig. 12, the engine arrays given (e.g. 2x2,4x4,8x8,16x16) at the "
                              "preset's total PEs and SRAM, atomic against layer-sequential and IL-Pipe")
+    parser.add_argument("--zoo", action="store_true",
+                        help="instead: every zoo network (or --nets if given) at --batches under the four "
+                             "round-model schedulers, resumable through --results; one table")
+    parser.add_argument("--batches", default="1,20", help="with --zoo: the batch sizes")
+    parser.add_argument("--solvers", default=",".join(ROUND_SOLVERS), help="with --zoo: the solvers")
+    parser.add_argument("--objective", default=None, help="with --zoo: the objective (default: the CLI's)")
+    parser.add_argument("--results", default="docs/benchmarks/atomic_zoo.jsonl",
+                        help="with --zoo: the jsonl of finished runs (appended to; its runs are skipped)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="with --zoo: seconds before a run is stopped")
+    parser.add_argument("--retry", action="store_true", help="with --zoo: run again the runs of --results not ok")
+    parser.add_argument("--table-only", action="store_true",
+                        help="with --zoo: print the table of --results, run nothing")
     args = parser.parse_args()
     console = Console(width=200, markup=False)
+    if args.zoo:
+        return zoo(args, console)
     if args.engines:
         return engine_count(args, console)
     console.print(f"# python benchmarks/atomic.py --nets {args.nets} --arch {args.arch} --batch {args.batch}")
@@ -113,6 +138,134 @@ def main() -> int:
                   "49-69 %; search 66.5 s for ResNet-50, 406.9 s for Inception-v3")
     console.print(f"every schedule valid: {'yes' if not invalid else f'NO ({invalid})'}")
     return 1 if invalid else 0
+
+
+#: The four schedulers on the round model (the issue's "Done when": every zoo network under each).
+ROUND_SOLVERS = ("atomic", "layer-sequential", "cnn-partition", "il-pipe")
+
+
+def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | None) -> dict:
+    """One run of the zoo sweep, as the CLI runs it, checked: a row of the results file."""
+    row: dict = {"network": net, "arch": arch, "batch": batch, "solver": solver, "objective": objective}
+    start = time.perf_counter()
+    try:
+        extra = {} if objective is None else {"objective": objective}
+        result = kapla.schedule(net, arch, batch=batch, solver=solver, jobs=1, **extra)
+        doc = result.to_dict()
+        info = doc["atomic"]
+        ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+        problems = list(info["violations"])
+        if len(ran) != len(set(ran)) or len(ran) != info["atoms"]:
+            problems.append(f"{len(ran)} runs of {len(set(ran))} atoms, {info['atoms']} made")
+        if not result.valid and not problems:
+            problems.append("a layer's own cost is invalid")
+        row.update(status="ok" if not problems else "invalid: " + "; ".join(problems[:3]),
+                   time_cycles=doc["time_cycles"], energy_j=doc["energy_j"], atoms=info["atoms"],
+                   rounds=info["rounds"], solver_seconds=doc["solver_seconds"])
+    except Exception as exc:  # noqa: BLE001 -- a run that fails is a row saying how, not the end of the sweep
+        row["status"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+    row["seconds"] = round(time.perf_counter() - start, 2)
+    return row
+
+
+def _child(conn, *point) -> None:
+    conn.send(zoo_point(*point))
+    conn.close()
+
+
+def run_point(net: str, arch: str, batch: int, solver: str, objective: str | None, timeout: float) -> dict:
+    """:func:`zoo_point` in a child process, stopped after ``timeout`` seconds (a row saying so)."""
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe(duplex=False)
+    start = time.perf_counter()
+    child = ctx.Process(target=_child, args=(theirs, net, arch, batch, solver, objective))
+    child.start()
+    theirs.close()
+    row = None
+    if ours.poll(timeout):
+        try:
+            row = ours.recv()
+        except EOFError:
+            row = None
+    if row is None:
+        alive = child.is_alive()
+        if alive:
+            child.kill()
+        child.join()
+        row = {"network": net, "arch": arch, "batch": batch, "solver": solver, "objective": objective,
+               "status": f"timeout after {timeout:.0f} s" if alive else f"error: the run died (exit {child.exitcode})",
+               "seconds": round(time.perf_counter() - start, 2)}
+    child.join()
+    return row
+
+
+def _key(row: dict) -> tuple:
+    return (row["network"], row["arch"], int(row["batch"]), row["solver"], row.get("objective"))
+
+
+def zoo(args: argparse.Namespace, console: Console) -> int:
+    from kapla.workload.zoo import ZOO
+
+    nets = list(ZOO) if args.nets == NETS else args.nets.split(",")
+    unknown = [n for n in nets if n not in ZOO]
+    if unknown:
+        raise SystemExit(f"error: --nets: not in the zoo: {', '.join(unknown)}")
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+        if any(b < 1 for b in batches):
+            raise ValueError
+    except ValueError:
+        raise SystemExit(f"error: --batches {args.batches!r}: expected whole numbers of at least 1, "
+                         "e.g. 1,20") from None
+    solvers = args.solvers.split(",")
+    if not set(solvers) <= set(ROUND_SOLVERS):
+        raise SystemExit(f"error: --solvers: expected some of {', '.join(ROUND_SOLVERS)}")
+    if args.timeout <= 0:
+        raise SystemExit("error: --timeout must be above 0")
+    path = Path(args.results)
+    done: dict[tuple, dict] = {}
+    if path.exists():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                    done[_key(row)] = row  # a later row of the same run replaces an earlier one
+                except (ValueError, KeyError, TypeError):
+                    raise SystemExit(f"error: {path}:{n}: not a row of this sweep") from None
+    points = [(net, args.arch, b, s, args.objective) for b in batches for net in nets for s in solvers]
+    if not args.table_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for point in points:
+            if point in done and (done[point]["status"] == "ok" or not args.retry):
+                continue
+            row = run_point(*point, timeout=args.timeout)
+            with path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            done[point] = row
+            console.print(f"{row['network']} batch {row['batch']} {row['solver']}: {row['status']} "
+                          f"in {row['seconds']:.1f} s", highlight=False)
+    rows = [done[p] for p in points if p in done]
+    objective = args.objective or "the CLI's default"
+    console.print(f"# python benchmarks/atomic.py --zoo --arch {args.arch} --batches {args.batches}"
+                  + (f" --nets {args.nets}" if args.nets != NETS else "")
+                  + (f" --objective {args.objective}" if args.objective else ""))
+    table = Table(title=f"every zoo network on {args.arch} under the round-model schedulers (objective: "
+                        f"{objective}; one process each; every schedule checked by the round model)")
+    for col in ("network", "batch", "solver", "status", "latency (cycles)", "energy mJ", "atoms", "search s"):
+        table.add_column(col, justify="left" if col in ("network", "solver", "status") else "right")
+    for row in rows:
+        ok = row["status"] == "ok"
+        table.add_row(row["network"], str(row["batch"]), row["solver"], row["status"],
+                      f"{row['time_cycles']:,}" if ok else "", f"{row['energy_j'] * 1e3:,.2f}" if ok else "",
+                      f"{row['atoms']:,}" if ok else "", f"{row.get('solver_seconds', row['seconds']):.1f}")
+    console.print(table)
+    bad = [r for r in rows if r["status"] != "ok"]
+    missing = len(points) - len(rows)
+    timed = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["solver_seconds"])[:5]
+    console.print(f"{len(rows) - len(bad)} of {len(points)} runs ok, {len(bad)} not, {missing} not run yet; slowest: "
+                  + ", ".join(f"{r['network']} b{r['batch']} {r['solver']} {r['solver_seconds']:.0f} s"
+                              for r in timed))
+    return 1 if bad or missing else 0
 
 
 def engine_arch(base: ArchSpec, rows: int, cols: int) -> ArchSpec:

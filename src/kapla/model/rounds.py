@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 #: An atom's input: the atom it reads (None: the network's input, in DRAM) and how many words.
 Input = tuple[str | None, int]
@@ -61,7 +62,7 @@ class Atom:
     work_words: int = 0  # buffer words it needs while it runs (its blocks of inputs, weights and output)
     weight_block: str | None = None  # atoms with the same block of weights (None: its own)
 
-    @property
+    @cached_property
     def reads(self) -> tuple[str, ...]:
         """The atoms it reads (it runs after each of them)."""
         return tuple(p for p, _ in self.inputs if p is not None)
@@ -97,8 +98,14 @@ class Chip:
         return divmod(engine, self.mesh[1])
 
     def hops(self, a: int, b: int) -> int:
-        (ra, ca), (rb, cb) = self.at(a), self.at(b)
-        return abs(ra - rb) + abs(ca - cb)
+        return self.hop_table[a][b]
+
+    @cached_property
+    def hop_table(self) -> tuple[tuple[int, ...], ...]:
+        """Hops between every two engines (X-Y routed: the Manhattan distance), by engine index."""
+        cols = self.mesh[1]
+        return tuple(tuple(abs(a // cols - b // cols) + abs(a % cols - b % cols) for b in range(self.engines))
+                     for a in range(self.engines))
 
 
 @dataclass(frozen=True)
@@ -199,8 +206,10 @@ def check(atoms: Sequence[Atom], rounds: Sequence[Round], chip: Chip) -> tuple[s
 def _last_reads(atoms: Mapping[str, Atom], ran: Mapping[str, int]) -> dict[str, int]:
     last: dict[str, int] = {}
     for a in atoms.values():
+        r = ran[a.name]
         for p in a.reads:
-            last[p] = max(last.get(p, -1), ran[a.name])
+            if last.get(p, -1) < r:
+                last[p] = r
     return last
 
 
@@ -253,6 +262,7 @@ def evaluate(atoms: Sequence[Atom], rounds: Sequence[Round], chip: Chip) -> Time
     written: set[str] = set()
     holds: dict[int, tuple[str | None, int]] = {}  # the block of weights each engine ran with, and when
     costs = []
+    table = chip.hop_table
     on_chip = reads = 0
     energy = {"engines": 0.0, "NoC": 0.0, "DRAM": 0.0, "static": 0.0}
     for r, rnd in enumerate(rounds):
@@ -271,7 +281,7 @@ def evaluate(atoms: Sequence[Atom], rounds: Sequence[Round], chip: Chip) -> Time
                     dram_read += words
                     continue
                 on_chip += words
-                hops = chip.hops(where[producer], engine)
+                hops = table[where[producer]][engine]
                 if hops:
                     noc_words += words
                     word_hops += words * hops

@@ -341,3 +341,54 @@ def test_the_list_schedule_takes_the_first_ready_atoms_in_order():
     atoms = [atom("a0"), atom("a1"), atom("b0", "a0"), atom("b1", "a1"), atom("c", "b0", "b1"), atom("d")]
     assert in_order(atoms, 2) == [(0, 1), (2, 3), (4, 5)]
     assert in_order(atoms, 3) == [(0, 1, 5), (2, 3), (4,)]
+
+
+@settings(max_examples=6, deadline=None)
+@given(small_cnns(), st.sampled_from([0, 1, 2]))
+def test_every_cnn_partition_schedule_of_a_random_cnn_passes_the_round_models_check(net, clusters):
+    """CNN-Partition on random small CNNs: valid, every atom once, on the chip's
+    engines, each layer on the engines of one block only."""
+    opts = {"clusters": clusters} if clusters else {}
+    result = kapla.schedule(net, SMALL, solver="cnn-partition", solver_options=opts, jobs=1)
+    assert result.valid and result.scheduler == "cnn-partition"
+    info = result.to_dict()["atomic"]
+    assert info["violations"] == []
+    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+    assert len(ran) == len(set(ran)) == info["atoms"]
+    blocks = info["clusters"]
+    per = 4 // blocks
+    block_of = {e: i // per for i, e in enumerate(snake((2, 2)))}
+    used: dict[str, set[int]] = {}
+    for r in info["timeline"]:
+        for atom, engine in r["atoms"]:
+            used.setdefault(atom.split("#")[0], set()).add(block_of[engine])
+    assert all(len(b) == 1 for b in used.values())
+
+
+def test_no_layer_is_cut_finer_than_finest_rounds_of_the_chip():
+    """The annealing's atoms: no layer in more than FINEST rounds' worth of the
+    whole chip's engines, unless layer-sequential's even cut has more (LSTM-L's
+    gates, beside its small element-wise layers, were cut into 1,575 atoms)."""
+    from kapla.search.network.atomic.atoms import FINEST, _count, even
+
+    net = load_network("lstm_l", batch=1)
+    sizes, _ = anneal(list(net), ATOMIC, "C|K")
+    cut = even(list(net), ATOMIC, "C|K")
+    for layer in net:
+        assert _count(layer, sizes[layer.name]) <= max(FINEST * ATOMIC.num_nodes, _count(layer, cut[layer.name]))
+    assert len({sizes[layer.name] for layer in net}) > 1  # the annealing still chooses
+
+
+@pytest.mark.parametrize("solver", ["atomic", "layer-sequential", "cnn-partition", "il-pipe"])
+def test_a_batch_is_cut_coarser_to_keep_its_atoms_within_the_budget(solver, monkeypatch):
+    """Where a batch would have more atoms than ATOM_BUDGET, each scheduler cuts its
+    layers coarser until it has no more (the schedule still valid)."""
+    import kapla.search.network.atomic.atoms as atoms_module
+
+    net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=4)
+    free = kapla.schedule(net, SMALL, solver=solver, jobs=1).to_dict()["atomic"]["atoms"]
+    budget = max(free // 3, len(net.layers) * net.batch * 2)
+    assert free > budget  # the budget binds
+    monkeypatch.setattr(atoms_module, "ATOM_BUDGET", budget)
+    result = kapla.schedule(net, SMALL, solver=solver, jobs=1)
+    assert result.valid and result.to_dict()["atomic"]["atoms"] <= budget

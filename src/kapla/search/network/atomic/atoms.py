@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -108,12 +108,26 @@ def _steps(total: int, unit: int) -> list[int]:
 def tilings(layer: Layer, arch: ArchSpec, dataflow: str) -> list[Tiling]:
     """Every atom size of ``layer`` the engine's dataflow allows whose data take at
     most half a buffer (the smallest one if none does)."""
-    rows_pe, cols_pe = arch.pe_array
+    half = (arch.capacity_words(arch.node_level.name) or 0) // 2 if arch.node_level is not None else 0
+    # the same for layers alike but for their names (a transformer's blocks): worked out once
+    key = (replace(layer, name="_", forward=None), tuple(arch.pe_array), half, dataflow)
+    got = _TILINGS.get(key)
+    if got is None:
+        if len(_TILINGS) > 4096:
+            _TILINGS.clear()
+        got = _TILINGS[key] = tuple(_tilings(layer, tuple(arch.pe_array), half, dataflow))
+    return list(got)
+
+
+_TILINGS: dict[tuple, tuple[Tiling, ...]] = {}
+
+
+def _tilings(layer: Layer, pe_array: tuple[int, ...], half: int, dataflow: str) -> list[Tiling]:
+    rows_pe, cols_pe = pe_array
     kc = dataflow.startswith("C|K")
     k_unit = max(cols_pe, layer.k // layer.groups) if kc and layer.groups > 1 else (cols_pe if kc else 1)
     ks = _steps(layer.k, min(k_unit, layer.k))
     rs = _steps(layer.yo, 1 if kc else min(rows_pe, layer.yo))
-    half = (arch.capacity_words(arch.node_level.name) or 0) // 2 if arch.node_level is not None else 0
     every = [Tiling(k, r) for k in ks for r in rs]
     fit = [t for t in every if half <= 0 or atom_words(layer, t) <= half]
     if fit or layer.op not in (Op.CONV, Op.FC, Op.MATMUL) or layer.groups > 1:
@@ -161,11 +175,14 @@ def _compute(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> flo
 
 
 def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0, steps: int = 400,
-           scale: dict[str, float] | None = None) -> tuple[dict[str, Tiling], float]:
+           scale: dict[str, float] | None = None, samples: int = 1) -> tuple[dict[str, Tiling], float]:
     """Algorithm 1: each layer's atom size, and the variance of the logarithm of
     the atoms' estimated cycles it reaches (seeded: the same for the same inputs).
     ``scale``: per layer, how much longer its atoms took than estimated (the
-    evaluator's cycles over the estimate), to correct the estimates by."""
+    evaluator's cycles over the estimate), to correct the estimates by. No layer
+    is cut into more than :data:`FINEST` rounds' worth of atoms (or layer-sequential's
+    cut), and the ``samples`` of a batch into no more than :data:`ATOM_BUDGET` in all
+    where coarser atoms can keep them below it."""
     options: dict[str, tuple[list[Tiling], np.ndarray, np.ndarray]] = {}
     for layer in layers:
         # larger atoms first: among equally good sizes the first (largest) is taken
@@ -216,20 +233,67 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
             if e < best_energy or (e == best_energy and candidate > best):
                 best, best_energy = candidate, e
         temperature *= 0.99
-    return {name: t for name, (_, t) in choose(best).items()}, best_energy
+    chosen = {name: t for name, (_, t) in choose(best).items()}
+    counts = {layer.name: np.array([_count(layer, t) for t in options[layer.name][0]]) for layer in layers}
+
+    def at_most(caps: dict[str, int]) -> None:
+        # where a layer has more atoms than its cap: the size closest to the target among those with fewer
+        for layer in layers:
+            sizes, logs, waste = options[layer.name]
+            n = counts[layer.name]
+            cap = max(caps[layer.name], int(n.min()))
+            if _count(layer, chosen[layer.name]) > cap:
+                chosen[layer.name] = sizes[int(np.argmin(np.where(n <= cap, np.abs(logs - best) + waste, np.inf)))]
+
+    # no layer cut finer than FINEST rounds of the whole chip (or than layer-sequential's cut, where
+    # that must be finer)
+    at_most({layer.name: max(FINEST * engines, _count(layer, _even_of(layer, options[layer.name][0], engines)))
+             for layer in layers})
+    # and no more than ATOM_BUDGET atoms in all: the largest cuts made coarser, halving the cap
+    cap = max(_count(layer, t) for layer in layers for t in [chosen[layer.name]])
+    while samples * sum(_count(layer, chosen[layer.name]) for layer in layers) > ATOM_BUDGET and cap > 1:
+        cap //= 2
+        at_most({layer.name: cap for layer in layers})
+    return chosen, best_energy
 
 
-def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, engines: int | None = None) -> dict[str, Tiling]:
+#: The most atoms a layer is cut into by the annealing, in rounds of the whole chip (unless
+#: layer-sequential's cut has more): finer atoms balance the rounds no better, and multiply the
+#: atoms to schedule, their transfers and their weight fetches (a transformer's projections,
+#: beside its small vector layers, were cut into 16 times more atoms than that)
+FINEST = 10
+#: The most atoms of a whole run (every sample of the batch) where coarser atoms can keep them below
+#: it: the round plans, mapping, write-backs and the round model's check take time linear in the atoms
+#: and their inputs, and a batch of a deep network cut as finely as one sample is (1,338 layers of
+#: ResNet-1001 by 64 engines by 20 samples: 1.3 million atoms) would take them many minutes
+ATOM_BUDGET = 600_000
+
+
+def _even_of(layer: Layer, sizes: Sequence[Tiling], engines: int) -> Tiling:
+    """Layer-sequential's cut of ``layer`` among ``sizes``: about as many atoms as ``engines``
+    (at least that many where it can be), the most even such."""
+    counted = [(_count(layer, t), t) for t in sizes]
+    pool = [c for c in counted if c[0] >= engines] or counted
+    return min(pool, key=lambda c: (abs(math.log(c[0] / engines)), -c[1].k, -c[1].rows))[1]
+
+
+def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, engines: int | Mapping[str, int] | None = None,
+         samples: int = 1) -> dict[str, Tiling]:
     """Layer-sequential sizes: each layer cut into about as many atoms as the
-    chip has engines (or ``engines``; at least that many where it can be), the
-    most even such cut that fits the buffers."""
-    engines = engines or arch.num_nodes
-    out = {}
-    for layer in layers:
-        counted = [(_count(layer, t), t) for t in tilings(layer, arch, dataflow)]
-        pool = [c for c in counted if c[0] >= engines] or counted
-        out[layer.name] = min(pool, key=lambda c: (abs(math.log(c[0] / engines)), -c[1].k, -c[1].rows))[1]
-    return out
+    chip has engines (or ``engines``, per layer if a mapping; at least that many
+    where it can be), the most even such cut that fits the buffers. Where the
+    ``samples`` of a batch would have more than :data:`ATOM_BUDGET` atoms in all, the
+    samples side by side fill the engines: each layer cut for half as many engines,
+    and half again, until they fit the budget (or no layer can be cut coarser)."""
+    options = {layer.name: tilings(layer, arch, dataflow) for layer in layers}
+    target = {layer.name: (engines[layer.name] if isinstance(engines, Mapping) else engines or arch.num_nodes)
+              for layer in layers}
+    while True:
+        out = {layer.name: _even_of(layer, options[layer.name], target[layer.name]) for layer in layers}
+        if samples * sum(_count(layer, out[layer.name]) for layer in layers) <= ATOM_BUDGET or all(
+                t <= 1 for t in target.values()):
+            return out
+        target = {name: max(1, t // 2) for name, t in target.items()}
 
 
 def _count(layer: Layer, t: Tiling) -> int:
@@ -450,5 +514,5 @@ def check_supported(net: Network) -> None:
                              f"yet: it cuts {', '.join(o.value for o in SUPPORTED)} layers")
 
 
-__all__ = ["AtomSpec", "SUPPORTED", "Tiling", "anneal", "even", "atom_words", "atoms_of", "check_supported",
-           "estimate_cycles", "ideal_cycles", "input_channels", "input_window", "reads", "tilings"]
+__all__ = ["ATOM_BUDGET", "FINEST", "AtomSpec", "SUPPORTED", "Tiling", "anneal", "even", "atom_words", "atoms_of",
+           "check_supported", "estimate_cycles", "ideal_cycles", "input_channels", "input_window", "reads", "tilings"]

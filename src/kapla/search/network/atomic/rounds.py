@@ -30,6 +30,7 @@ to DRAM after the round before (its readers then read it from there).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
@@ -249,7 +250,7 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
     """Each round's atoms on engines (see the module): (atom index, engine)."""
     path = snake(chip.mesh)
     index = {a.name: i for i, a in enumerate(atoms)}
-    hops = [[chip.hops(a, b) for b in range(chip.engines)] for a in range(chip.engines)]
+    hops = np.array(chip.hop_table, dtype=np.int64)
     feeds = [[(index[p], words) for p, words in a.inputs if p is not None] for a in atoms]
     where: dict[int, int] = {}
     holds: dict[int, str | None] = {}  # the weights each engine ran with in the round before
@@ -260,6 +261,13 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
         for i in chosen:
             by_layer.setdefault(layer_of[i], []).append(i)
         layers = list(by_layer)
+        # per atom, the word-hops from the engines holding its inputs to each engine (exact integers)
+        to: dict[int, list[int]] = {}
+        for i in chosen:
+            if feeds[i]:
+                at = np.fromiter((where[p] for p, _ in feeds[i]), dtype=np.int64, count=len(feeds[i]))
+                words = np.fromiter((w for _, w in feeds[i]), dtype=np.int64, count=len(feeds[i]))
+                to[i] = (hops[:, at] @ words).tolist()
         perms = itertools.islice(itertools.permutations(layers), orders) if len(layers) > 1 else [tuple(layers)]
         best: tuple[float, list[tuple[int, int]]] | None = None
         for perm in perms:
@@ -268,8 +276,7 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
                 assign = _assign(seq, atoms, path, offset, holds)
                 cost = 0.0
                 for i, engine in assign:
-                    to = hops[engine]
-                    cost += sum(words * to[where[p]] for p, words in feeds[i]) * chip.hop_j
+                    cost += (to[i][engine] if i in to else 0) * chip.hop_j
                     if atoms[i].weight_block is None or holds.get(engine) != atoms[i].weight_block:
                         cost += atoms[i].weight_words * chip.dram_j
                 if best is None or cost < best[0]:
@@ -284,8 +291,9 @@ def place(rounds: Sequence[Sequence[int]], atoms: Sequence[Atom], layer_of: Sequ
 
 
 def _next_use(rounds: Sequence[int], now: int) -> int:
-    later = [u for u in rounds if u >= now]
-    return min(later) if later else 10 ** 9
+    """The first of the (sorted) ``rounds`` at or after ``now`` (far in the future if none)."""
+    at = bisect.bisect_left(rounds, now)
+    return rounds[at] if at < len(rounds) else 10 ** 9
 
 
 def _assign(seq: Sequence[int], atoms: Sequence[Atom], path: Sequence[int], offset: int,
@@ -320,13 +328,18 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
         for p in a.reads:
             uses.setdefault(index[p], []).append(ran[i])
     last = {p: max(rs) for p, rs in uses.items()}
+    for rs in uses.values():
+        rs.sort()
     evict: list[list[int]] = [[] for _ in placed]
     kept: dict[int, dict[int, int]] = {}  # engine -> atom -> its last round in the buffer
     words: dict[int, int] = {}  # engine -> the words its kept outputs take
+    leave: dict[int, list[tuple[int, int]]] = {}  # round -> (engine, atom) kept up to the round before
     for r, runs in enumerate(placed):
-        for engine in list(kept):
-            kept[engine] = {i: until for i, until in kept[engine].items() if until >= r}
-            words[engine] = sum(atoms[j].out_words for j in kept[engine])
+        for engine, j in leave.pop(r, ()):
+            held = kept[engine]
+            if j in held:  # not written back already
+                del held[j]
+                words[engine] -= atoms[j].out_words
         for i, engine in runs:
             held = kept.setdefault(engine, {})
             need = max(atoms[i].work_words, atoms[i].out_words)
@@ -342,6 +355,7 @@ def buffer(placed: Sequence[Sequence[tuple[int, int]]], atoms: Sequence[Atom], c
             elif i in last and last[i] > r:
                 kept.setdefault(engine, {})[i] = last[i]
                 words[engine] = words.get(engine, 0) + atoms[i].out_words
+                leave.setdefault(last[i] + 1, []).append((engine, i))
     return [Round(tuple((atoms[i].name, engine) for i, engine in runs), tuple(atoms[j].name for j in evict[r]))
             for r, runs in enumerate(placed)]
 

@@ -106,9 +106,9 @@ class AtomicScheduler(NetworkScheduler):
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         if not self.anneal:
-            return even(list(net), arch, arch.pe_unroll.text)
+            return even(list(net), arch, arch.pe_unroll.text, samples=net.batch)
         return anneal(list(net), arch, arch.pe_unroll.text, seed=self.seed, steps=self.anneal_steps,
-                      scale=scale)[0]
+                      scale=scale, samples=net.batch)[0]
 
     @staticmethod
     def _cost(specs: list[AtomSpec], net: Network, engine: ArchSpec, objective: str, layers: LayerService,
@@ -225,7 +225,7 @@ class LayerSequentialScheduler(AtomicScheduler):
     LIST_TOO = False
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
-        return even(list(net), arch, arch.pe_unroll.text)
+        return even(list(net), arch, arch.pe_unroll.text, samples=net.batch)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
@@ -277,7 +277,7 @@ class CnnPartitionScheduler(AtomicScheduler):
         return result
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
-        return even(list(net), arch, arch.pe_unroll.text, max(arch.num_nodes // self._p, 1))
+        return even(list(net), arch, arch.pe_unroll.text, max(arch.num_nodes // self._p, 1), samples=net.batch)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
@@ -371,9 +371,8 @@ class IlPipeScheduler(AtomicScheduler):
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         # about ``pieces`` rounds' worth of atoms per sample on the layer's block
-        dataflow = arch.pe_unroll.text
-        return {layer.name: even([layer], arch, dataflow, self._block[layer.name][1] * self.pieces)[layer.name]
-                for layer in net}
+        return even(list(net), arch, arch.pe_unroll.text,
+                    {layer.name: self._block[layer.name][1] * self.pieces for layer in net}, samples=net.batch)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
