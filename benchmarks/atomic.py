@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,7 +148,8 @@ ROUND_SOLVERS = ("atomic", "layer-sequential", "cnn-partition", "il-pipe")
 
 def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | None) -> dict:
     """One run of the zoo sweep, as the CLI runs it, checked: a row of the results file."""
-    row: dict = {"network": net, "arch": arch, "batch": batch, "solver": solver, "objective": objective}
+    row: dict = {"network": net, "arch": arch, "batch": batch, "solver": solver, "objective": objective,
+                 "revision": _revision()}
     start = time.perf_counter()
     try:
         extra = {} if objective is None else {"objective": objective}
@@ -166,6 +169,17 @@ def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | Non
         row["status"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0][:300]
     row["seconds"] = round(time.perf_counter() - start, 2)
     return row
+
+
+def _revision() -> str:
+    """The commit the run's code is at (``KAPLA_REVISION`` where it runs outside a checkout)."""
+    if os.environ.get("KAPLA_REVISION"):
+        return os.environ["KAPLA_REVISION"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(kapla.__file__).parent,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def _child(conn, *point) -> None:
