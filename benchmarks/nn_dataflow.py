@@ -30,6 +30,7 @@ CASES = {
     "nn_dataflow_mlp_s_tangram.json": dict(),
     "nn_dataflow_mlp_m_tangram.json": dict(),
     "nn_dataflow_mlp_l_tangram.json": dict(),
+    "nn_dataflow_lstm_showtell_tangram.json": dict(),
 }
 #: kapla's own schedules: KAPLA and the exhaustive search (nn_dataflow's own search is exhaustive) under
 #: nn_dataflow's counting, KAPLA under kapla's

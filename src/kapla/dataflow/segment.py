@@ -149,7 +149,10 @@ class LayerPlacement:
     """How one layer of a segment is placed and fed.
 
     ``onchip_inputs`` are producers (in the same segment) whose fmaps arrive
-    over the NoC instead of from DRAM; ``to_dram`` says whether the output is
+    over the NoC instead of from DRAM; ``shares_input_of`` is a layer of the
+    segment that reads the same fmaps from DRAM and passes them on over the
+    NoC (siblings of a branch: the gates of an LSTM cell, an inception
+    module's branches); ``to_dram`` says whether the output is
     written to DRAM (a consumer outside the segment, or kept for training);
     ``pinned`` says the weights stay on chip for the whole run (model pinning).
     """
@@ -159,6 +162,14 @@ class LayerPlacement:
     onchip_inputs: tuple[str, ...] = ()
     to_dram: bool = True
     pinned: bool = False
+    shares_input_of: str | None = None
+
+    @property
+    def forwarders(self) -> tuple[str, ...]:
+        """The layers of the segment whose regions send this layer its input over the NoC."""
+        if self.onchip_inputs:
+            return self.onchip_inputs
+        return () if self.shares_input_of is None else (self.shares_input_of,)
 
 
 def layout_of(layers: Sequence[str], slots: Sequence[Sequence[str]]) -> str:

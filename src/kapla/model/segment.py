@@ -4,7 +4,8 @@ Each layer is evaluated on its own block of nodes (:func:`region_arch`: a
 rectangle cut from the array, a folded region as its stripe height x its
 columns) with a :class:`~kapla.model.evaluate.Feed` derived from its
 placement, its distances taken from the region's real nodes: the mean hops
-to the nearest DRAM channel, and inputs forwarded from a producer region cost
+to the nearest DRAM channel, and inputs forwarded from a producer region (or
+passed on by a layer of the segment that read the same fmaps from DRAM) cost
 NoC hops between the regions instead of DRAM traffic; outputs that stay on
 chip skip DRAM, pinned weights are free.
 
@@ -22,12 +23,12 @@ own blocks there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
-from kapla.dataflow.segment import AnyRegion, Region, SegmentScheme
+from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, SegmentScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
 from kapla.model.hardware import hardware, mean_cells_distance, node_buffer_words, node_level
@@ -77,6 +78,23 @@ def output_words(layer: Layer, batch: int) -> int:
     return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer) if r.written)
 
 
+def input_words(layer: Layer, batch: int) -> int:
+    """Words of the fmaps ``layer`` reads, over the whole ``batch``."""
+    dims = layer_dims(layer, batch)
+    return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer)
+               if r.kind == Kind.IFM and not r.written)
+
+
+def forwarded_words(place: LayerPlacement, layer_of: Callable[[str], Layer], batch: int) -> int:
+    """Words of the fmaps that reach ``place``'s layer over the NoC, over the whole
+    ``batch``: its producers' outputs, or its own input passed on by a sibling."""
+    if place.onchip_inputs:
+        return sum(output_words(layer_of(p), batch) for p in place.onchip_inputs)
+    if place.shares_input_of is not None:
+        return input_words(layer_of(place.layer), batch)
+    return 0
+
+
 def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
     """Input-fmap words a node's buffer has left beside the layer's own blocks."""
     hw = hardware(arch)
@@ -103,8 +121,8 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | 
         place = segment.placements[name]
         scheme = segment.schemes[name]
         hops = None
-        if place.onchip_inputs:
-            sources = [segment.placements[p].region for p in place.onchip_inputs]
+        if place.forwarders:
+            sources = [segment.placements[p].region for p in place.forwarders]
             hops = sum(place.region.distance(src) for src in sources) / len(sources)
         feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
                     dram_hops=dram_distance(arch, place.region))
@@ -119,11 +137,10 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | 
         costs[name] = cost
         reasons.extend(cost.validity.reasons)
         node = node_level(arch)
-        if place.onchip_inputs and cost.valid and node is not None:
+        if place.forwarders and cost.valid and node is not None:
             if local is None:
                 local = region_arch(arch, place.region)
-            piece = sum(output_words(segment.schemes[p].layer, segment.schemes[p].batch)
-                        for p in place.onchip_inputs) / segment.groups
+            piece = forwarded_words(place, lambda n: segment.schemes[n].layer, scheme.batch) / segment.groups
             free = _free_words(scheme, local, node) * place.region.nodes
             if piece > free:
                 reasons.append(f"{name}: a forwarded piece of {piece:,.0f} words does not fit the "

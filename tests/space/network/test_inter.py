@@ -160,3 +160,48 @@ def test_each_choice_of_pinned_slots_is_a_scheme_and_one_too_full_has_none():
     assert "fc2.w" in cost.layers["fc2"].accesses["DRAM"] and "fc1.w" not in cost.layers["fc1"].accesses["DRAM"]
     plain = solver.solve(spatial(net, MULTINODE)[0], "energy")
     assert plain is not None and cost.total_energy < plain[1].total_energy
+
+
+# ---------------------------------------------------------------- siblings sharing what they read from DRAM
+
+def test_siblings_reading_the_same_fmaps_from_dram_fetch_them_once():
+    """Two gates of an LSTM cell read the same fmaps (the cell's input and its
+    initial h), both from DRAM: in one segment the first fetches them and passes
+    them on over the NoC, in the estimate, the solved segment and its cost."""
+    net = get_network("lstm_m", 64)
+    schemes = [s for s in inter_schemes(net, MULTINODE, plan(net, "cell_cand", "cell_igate"), False)
+               if s.layout == "spatial" and s.groups == 1]
+    # each scheme with the fmaps fetched by each layer, and fetched once: the search chooses
+    assert sorted(s.share_inputs for s in schemes) == [False, True]
+    assert all(p.forwarders == () for p in placements(net, MULTINODE, schemes[0]).values())
+    seg = schemes[1]
+    places = placements(net, MULTINODE, seg)
+    assert places["cell_cand"].shares_input_of is None and places["cell_cand"].forwarders == ()
+    assert places["cell_igate"].shares_input_of == "cell_cand"
+    assert places["cell_igate"].forwarders == ("cell_cand",) and not places["cell_igate"].onchip_inputs
+    gate = net["cell_igate"]
+    gate_in = footprint(Kind.IFM, layer_dims(gate, 64), gate)
+    single = [InterScheme((n,), ((n,),), (Region((0, 0), (16, 16)),)) for n in seg.layers]
+    together = estimate(net, MULTINODE, seg)
+    assert sum(estimate(net, MULTINODE, s).dram_words for s in single) - together.dram_words == gate_in
+    assert together.onchip_words == gate_in
+    solver = SegmentSolver(net, MULTINODE, LayerService(KaplaIntraSolver(), MULTINODE), ("energy",))
+    found = solver.solve(seg, "energy")
+    assert found is not None and found[1].valid
+    schemes, cost = found[0].schemes, found[1].layers
+    assert cost["cell_cand"].accesses["DRAM"][schemes["cell_cand"].ifm_name] == gate_in
+    assert schemes["cell_igate"].ifm_name not in cost["cell_igate"].accesses["DRAM"]
+
+
+def test_a_layer_with_a_producer_outside_the_segment_shares_nothing():
+    """cell_cout_f reads fgate's output and the cell's initial C: with C outside
+    the segment it reads both from DRAM, as before; layers whose producers
+    differ fetch their own."""
+    net = get_network("lstm_m", 64)
+    seg = inter_schemes(net, MULTINODE, plan(net, "cell_fgate", "cell_cout_f"), False)[0]
+    assert not any(s.share_inputs for s in inter_schemes(net, MULTINODE, plan(net, "cell_fgate", "cell_cout_f"), False))
+    places = placements(net, MULTINODE, seg)
+    assert places["cell_cout_f"].forwarders == () and places["cell_fgate"].to_dram
+    seg = inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False)[0]
+    assert all(p.forwarders == () for p in placements(net, MULTINODE, seg).values())
+    assert not any(s.share_inputs for s in inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False))

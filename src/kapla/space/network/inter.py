@@ -32,7 +32,7 @@ from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
-from kapla.model.segment import SegmentCost, dram_distance, output_words
+from kapla.model.segment import SegmentCost, dram_distance, forwarded_words, output_words
 from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -55,6 +55,8 @@ class InterScheme:
     pins: tuple[int, ...] = ()
     #: the regions were allocated by node count along a folded path (:func:`fold_regions`), not as rectangles
     folded: bool = False
+    #: layers reading the same fmaps from DRAM fetch them once and pass them on (:func:`placements`)
+    share_inputs: bool = False
 
     @property
     def layout(self) -> str:
@@ -110,19 +112,40 @@ def writes_dram(net: Network, name: str, inside: set[str]) -> bool:
 
 
 def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, LayerPlacement]:
+    """Where each layer of the segment runs and where its data come from and go
+    to. With ``inter.share_inputs``, layers that read the same fmaps from DRAM
+    (all their producers outside the segment, the same ones) fetch them once:
+    the first in the segment's order reads them and passes them on to the
+    others over the NoC."""
     inside = set(inter.layers)
     out = {}
-    for name in inter.layers:
-        out[name] = LayerPlacement(name, inter.region_of(name), onchip_producers(net, name, inside),
-                                   writes_dram(net, name, inside),
-                                   net[name].has_weights and inter.pins_weights_of(name))
+    for name, sharer in _input_sharers(net, inter.layers).items():
+        onchip = onchip_producers(net, name, inside)
+        sharer = sharer if inter.share_inputs else None
+        out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside),
+                                   net[name].has_weights and inter.pins_weights_of(name), sharer)
+    return out
+
+
+def _input_sharers(net: Network, layers: tuple[str, ...]) -> dict[str, str | None]:
+    """Per layer of a segment (in its order), the first layer before it that reads
+    the same fmaps from DRAM (every producer outside the segment), if any."""
+    inside = set(layers)
+    fetched: dict[tuple[str, ...], str] = {}
+    out: dict[str, str | None] = {}
+    for name in layers:
+        producers = tuple(net.producers(name))
+        first = None
+        if producers and not any(p in inside for p in producers):
+            first = fetched.setdefault(producers, name)
+        out[name] = None if first == name else first
     return out
 
 
 def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
     hops = None
-    if place.onchip_inputs:
-        sources = [inter.region_of(p) for p in place.onchip_inputs]
+    if place.forwarders:
+        sources = [inter.region_of(p) for p in place.forwarders]
         hops = sum(place.region.distance(s) for s in sources) / len(sources)
     return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
                 dram_hops=dram_distance(arch, place.region))
@@ -182,13 +205,14 @@ def tangram_pins(net: Network, arch: ArchSpec, layers: tuple[str, ...], slots: t
 # ---------------------------------------------------------------- candidate schemes
 
 def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
-                  folded: bool = True) -> list[InterScheme]:
+                  folded: bool = True, share_inputs: bool = True) -> list[InterScheme]:
     """Every inter-layer scheme of a candidate segment on ``arch``; ``pinned``:
     under kapla's rule (the search's pinned run), else unpinned and, for a
     segment that is the whole network, pinned by TANGRAM's rule as well.
     A spatial pipeline runs on rectangles (:func:`allocate_regions`) and,
     with ``folded``, on folded regions sized by node count as well
-    (:func:`fold_regions`) where they differ."""
+    (:func:`fold_regions`) where they differ; with ``share_inputs``, where layers
+    read the same fmaps from DRAM, each scheme also with them fetched once."""
     whole = Region((0, 0), arch.node_array)
     layouts: list[tuple[tuple[tuple[str, ...], ...], tuple[AnyRegion, ...]]]
     folds_at = -1  # the layout on folded regions
@@ -208,13 +232,19 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
         if arch.options.temporal_layer_pipe:
             layouts.append(((plan.layers,), (whole,)))
         groups = tuple(g for g in GROUPS if net.batch % g == 0 and g <= net.batch)
+    # where layers read the same fmaps from DRAM, each scheme also with them fetched once
+    # and passed on: the search chooses (waiting in the receivers' buffers, a piece of
+    # them can cost more than it saves)
+    sharing = (False, True) if share_inputs and any(_input_sharers(net, plan.layers).values()) else (False,)
     out = []
     for n, (slots, regions) in enumerate(layouts):
         tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
         fold = n == folds_at
         for g in groups:
-            out.append(InterScheme(plan.layers, slots, regions, g, pinned, folded=fold))
-            out.extend(InterScheme(plan.layers, slots, regions, g, True, pins, fold) for pins in pin_choices(tangram))
+            for share in sharing:
+                out.append(InterScheme(plan.layers, slots, regions, g, pinned, folded=fold, share_inputs=share))
+                out.extend(InterScheme(plan.layers, slots, regions, g, True, pins, fold, share)
+                           for pins in pin_choices(tangram))
     return out
 
 
@@ -239,13 +269,11 @@ def pin_choices(pins: tuple[int, ...] | None) -> list[tuple[int, ...]]:
 def may_fit(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int) -> bool:
     """False only if no intra-layer scheme can make ``inter`` valid: a forwarded
     fmap piece must fit the buffers of the region that receives it."""
-    inside = set(inter.layers)
-    for name in inter.layers:
-        producers = onchip_producers(net, name, inside)
-        if not producers:
+    for name, place in placements(net, arch, inter).items():
+        if not place.forwarders:
             continue
         per_node = node_buffer_words(arch, "ifm") - inter.pin_words(name, reserve)
-        piece = sum(output_words(net[p], net.batch) for p in producers) / inter.groups
+        piece = forwarded_words(place, net.__getitem__, net.batch) / inter.groups
         if per_node <= 0 or piece > inter.region_of(name).nodes * per_node:
             return False
     return True

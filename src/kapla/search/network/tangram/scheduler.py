@@ -281,14 +281,15 @@ class KaplaStrategy:
         singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
         layerwise = _layerwise(singles, segsolver)
         ranks = _ranks(layerwise[0].cost)
-        # Folded regions add schemes, and with them chains that may push out of the
-        # top k by estimate a chain that is better once solved: the search on
-        # rectangles alone runs first, as it would without them, and the search
-        # over every scheme second (with what the first solved at its true
-        # cost), so the schedule is never worse than on rectangles alone.
-        runs = [[e for e in estimates if not e[2].folded], estimates]
-        if len(runs[0]) == len(estimates):
-            runs = runs[1:]
+        # Folded regions and inputs fetched once for siblings add schemes, and with
+        # them chains that may push out of the top k by estimate a chain that is
+        # better once solved: the search on rectangles alone runs first, as it
+        # would without them, then with folded regions, then over every scheme
+        # (each with what the ones before solved at its true cost), so the
+        # schedule is never worse than without the later additions.
+        runs = [[e for e in estimates if not e[2].folded and not e[2].share_inputs],
+                [e for e in estimates if not e[2].share_inputs], estimates]
+        runs = [run for n, run in enumerate(runs) if n == len(runs) - 1 or len(run) < len(runs[n + 1])]
         chains = []
         for n, run in enumerate(runs):
             options = self._options(search, run, count=n == len(runs) - 1)
@@ -491,9 +492,10 @@ class TangramScheduler(NetworkScheduler):
 
     name = "tangram"
 
-    def __init__(self, policy: NetworkStrategy, folded: bool = True) -> None:
+    def __init__(self, policy: NetworkStrategy, folded: bool = True, share_inputs: bool = True) -> None:
         self.policy = policy
         self.folded = folded  # spatial pipelines on folded regions too, not only on rectangles
+        self.share_inputs = share_inputs  # a segment's layers reading the same fmaps from DRAM fetch them once too
         self.time_budget = getattr(policy, "time_budget", None)
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
@@ -505,7 +507,7 @@ class TangramScheduler(NetworkScheduler):
         stopped: Search | None = None
         for pinned in runs:
             found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
-                                    reserve or 0, stats, self.folded)
+                                    reserve or 0, stats, self.folded, self.share_inputs)
             if best is None or found[0] < best[0]:
                 best = found
             if search.stopped is not None:  # out of time (or interrupted): the other run is not started
@@ -519,25 +521,27 @@ class TangramScheduler(NetworkScheduler):
                        time.perf_counter() - task.start, self.policy.name, halt)
 
 
-def kapla_dp(top_k: int = 4, folded: bool = True) -> TangramScheduler:
-    """KAPLA's inter-layer search on TANGRAM's space (``folded=False``: spatial pipelines on rectangles only)."""
-    return TangramScheduler(KaplaStrategy(top_k), folded)
+def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True) -> TangramScheduler:
+    """KAPLA's inter-layer search on TANGRAM's space (``folded=False``: spatial pipelines on rectangles only;
+    ``share_inputs=False``: every layer reads its own fmaps from DRAM)."""
+    return TangramScheduler(KaplaStrategy(top_k), folded, share_inputs)
 
 
-def every_scheme(time_budget: float | None = None, folded: bool = True) -> TangramScheduler:
+def every_scheme(time_budget: float | None = None, folded: bool = True, share_inputs: bool = True
+                 ) -> TangramScheduler:
     """Every inter-layer scheme of TANGRAM's space solved, the optimum chain returned."""
-    return TangramScheduler(ExhaustiveStrategy(time_budget), folded)
+    return TangramScheduler(ExhaustiveStrategy(time_budget), folded, share_inputs)
 
 
 def random_schemes(p: float = DEFAULT_P, seed: int = 0, time_budget: float | None = None,
-                   folded: bool = True) -> TangramScheduler:
+                   folded: bool = True, share_inputs: bool = True) -> TangramScheduler:
     """A seeded random sample of TANGRAM's inter-layer schemes solved."""
-    return TangramScheduler(RandomStrategy(p, seed, time_budget), folded)
+    return TangramScheduler(RandomStrategy(p, seed, time_budget), folded, share_inputs)
 
 
 def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
             start: float, progress: Progress | None, pinned: bool, reserve: int,
-            stats: PruneStats, folded: bool = True) -> tuple[_Best, Search]:
+            stats: PruneStats, folded: bool = True, share_inputs: bool = True) -> tuple[_Best, Search]:
     order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
@@ -547,7 +551,7 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
     all_schemes: list[tuple[int, int, InterScheme]] = []
     for j, ending in enumerate(plans):
         for plan in ending:
-            for inter in inter_schemes(net, arch, plan, pinned, folded):
+            for inter in inter_schemes(net, arch, plan, pinned, folded, share_inputs):
                 stats.considered += 1
                 stats.count(plan.layers, 0)
                 if not may_fit(net, arch, inter, reserve):

@@ -23,7 +23,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
-from kapla.model.segment import LayerCosts, SegmentCost, block_arch, evaluate_segment, output_words
+from kapla.model.segment import LayerCosts, SegmentCost, block_arch, evaluate_segment, forwarded_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
 from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
 from kapla.space.problem import shape_key
@@ -155,8 +155,8 @@ class SegmentSolver:
         # and a piece of each fmap forwarded to it, which waits in this region.
         pinned = inter.pin_words(place.layer, self.reserve)
         waiting = 0
-        if place.onchip_inputs:
-            piece = sum(output_words(self.net[p], self.net.batch) for p in place.onchip_inputs) / inter.groups
+        if place.forwarders:
+            piece = forwarded_words(place, self.net.__getitem__, self.net.batch) / inter.groups
             waiting = math.ceil(piece / place.region.nodes)
         reserve = (("ifm", waiting), ("wgt", pinned))
         # The scheme is chosen at the region's true distance to DRAM (the segment
