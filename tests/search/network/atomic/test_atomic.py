@@ -381,14 +381,19 @@ def test_no_layer_is_cut_finer_than_finest_rounds_of_the_chip():
 
 @pytest.mark.parametrize("solver", ["atomic", "layer-sequential", "cnn-partition", "il-pipe"])
 def test_a_batch_is_cut_coarser_to_keep_its_atoms_within_the_budget(solver, monkeypatch):
-    """Where a batch would have more atoms than ATOM_BUDGET, each scheduler cuts its
-    layers coarser until it has no more (the schedule still valid)."""
+    """Where a batch would have more atoms than the limit (ATOM_BUDGET, or the option
+    max_atoms), each scheduler cuts its layers coarser until it has no more (the
+    schedule still valid); where even its coarsest cut has more, it is one error."""
     import kapla.search.network.atomic.atoms as atoms_module
 
     net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=4)
     free = kapla.schedule(net, SMALL, solver=solver, jobs=1).to_dict()["atomic"]["atoms"]
     budget = max(free // 3, len(net.layers) * net.batch * 2)
     assert free > budget  # the budget binds
-    monkeypatch.setattr(atoms_module, "ATOM_BUDGET", budget)
-    result = kapla.schedule(net, SMALL, solver=solver, jobs=1)
+    result = kapla.schedule(net, SMALL, solver=solver, solver_options={"max_atoms": budget}, jobs=1)
     assert result.valid and result.to_dict()["atomic"]["atoms"] <= budget
+    monkeypatch.setattr(atoms_module, "ATOM_BUDGET", budget)
+    assert kapla.schedule(net, SMALL, solver=solver, jobs=1).to_dict()["atomic"]["atoms"] <= budget
+    least = len(net.layers) * net.batch  # at least one atom per layer and sample
+    with pytest.raises(KaplaError, match=f"at batch 4 is [0-9,]+ atoms even cut as coarsely.*over the {least - 1}"):
+        kapla.schedule(net, SMALL, solver=solver, solver_options={"max_atoms": least - 1}, jobs=1)

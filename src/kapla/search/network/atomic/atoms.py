@@ -175,14 +175,15 @@ def _compute(layer: Layer, tiling: Tiling, arch: ArchSpec, dataflow: str) -> flo
 
 
 def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0, steps: int = 400,
-           scale: dict[str, float] | None = None, samples: int = 1) -> tuple[dict[str, Tiling], float]:
+           scale: dict[str, float] | None = None, samples: int = 1, budget: int = 0
+           ) -> tuple[dict[str, Tiling], float]:
     """Algorithm 1: each layer's atom size, and the variance of the logarithm of
     the atoms' estimated cycles it reaches (seeded: the same for the same inputs).
     ``scale``: per layer, how much longer its atoms took than estimated (the
     evaluator's cycles over the estimate), to correct the estimates by. No layer
     is cut into more than :data:`FINEST` rounds' worth of atoms (or layer-sequential's
-    cut), and the ``samples`` of a batch into no more than :data:`ATOM_BUDGET` in all
-    where coarser atoms can keep them below it."""
+    cut), and the ``samples`` of a batch into no more than ``budget`` in all (0:
+    :data:`ATOM_BUDGET`) where coarser atoms can keep them below it."""
     options: dict[str, tuple[list[Tiling], np.ndarray, np.ndarray]] = {}
     for layer in layers:
         # larger atoms first: among equally good sizes the first (largest) is taken
@@ -251,7 +252,8 @@ def anneal(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, seed: int = 0
              for layer in layers})
     # and no more than ATOM_BUDGET atoms in all: the largest cuts made coarser, halving the cap
     cap = max(_count(layer, t) for layer in layers for t in [chosen[layer.name]])
-    while samples * sum(_count(layer, chosen[layer.name]) for layer in layers) > ATOM_BUDGET and cap > 1:
+    budget = budget or ATOM_BUDGET
+    while samples * sum(_count(layer, chosen[layer.name]) for layer in layers) > budget and cap > 1:
         cap //= 2
         at_most({layer.name: cap for layer in layers})
     return chosen, best_energy
@@ -278,19 +280,20 @@ def _even_of(layer: Layer, sizes: Sequence[Tiling], engines: int) -> Tiling:
 
 
 def even(layers: Sequence[Layer], arch: ArchSpec, dataflow: str, engines: int | Mapping[str, int] | None = None,
-         samples: int = 1) -> dict[str, Tiling]:
+         samples: int = 1, budget: int = 0) -> dict[str, Tiling]:
     """Layer-sequential sizes: each layer cut into about as many atoms as the
     chip has engines (or ``engines``, per layer if a mapping; at least that many
     where it can be), the most even such cut that fits the buffers. Where the
-    ``samples`` of a batch would have more than :data:`ATOM_BUDGET` atoms in all, the
+    ``samples`` of a batch would have more than ``budget`` atoms in all (0: :data:`ATOM_BUDGET`), the
     samples side by side fill the engines: each layer cut for half as many engines,
     and half again, until they fit the budget (or no layer can be cut coarser)."""
     options = {layer.name: tilings(layer, arch, dataflow) for layer in layers}
+    budget = budget or ATOM_BUDGET
     target = {layer.name: (engines[layer.name] if isinstance(engines, Mapping) else engines or arch.num_nodes)
               for layer in layers}
     while True:
         out = {layer.name: _even_of(layer, options[layer.name], target[layer.name]) for layer in layers}
-        if samples * sum(_count(layer, out[layer.name]) for layer in layers) <= ATOM_BUDGET or all(
+        if samples * sum(_count(layer, out[layer.name]) for layer in layers) <= budget or all(
                 t <= 1 for t in target.values()):
             return out
         target = {name: max(1, t // 2) for name, t in target.items()}

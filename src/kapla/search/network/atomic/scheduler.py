@@ -23,9 +23,11 @@ from kapla.model.rounds import Atom, Chip, Timeline
 from kapla.model.rounds import evaluate as evaluate_rounds
 from kapla.model.validity import Validity
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask
+from kapla.search.network.atomic import atoms as atoms_module
 from kapla.search.network.atomic.atoms import (
     AtomSpec,
     Tiling,
+    _count,
     _words,
     anneal,
     atoms_of,
@@ -89,13 +91,16 @@ class AtomicScheduler(NetworkScheduler):
     name = "atomic"
 
     def __init__(self, beam: int = 4, anneal_steps: int = 400, seed: int = 0, dp: bool = True,
-                 anneal: bool = True, reuse: bool = True) -> None:
+                 anneal: bool = True, reuse: bool = True, max_atoms: int = 0) -> None:
         """The paper's ablations (Fig. 10): ``dp`` False: each round takes the first ready atoms in
         the network's order (a list schedule, without the DP and its priorities); ``anneal`` False:
         each layer cut evenly over the engines, as layer-sequential (without the annealing);
-        ``reuse`` False: every output written to DRAM (without on-chip reuse)."""
-        if beam < 1 or anneal_steps < 0:
-            raise KaplaError("atomic: beam must be at least 1 and anneal_steps at least 0")
+        ``reuse`` False: every output written to DRAM (without on-chip reuse). ``max_atoms``: the most
+        atoms a run may hold (0: :data:`~kapla.search.network.atomic.atoms.ATOM_BUDGET`): the layers
+        are cut coarser to stay within it, and a run whose coarsest cut has more is refused."""
+        if beam < 1 or anneal_steps < 0 or max_atoms < 0:
+            raise KaplaError("atomic: beam must be at least 1, and anneal_steps and max_atoms at least 0")
+        self.max_atoms = max_atoms
         self.beam, self.anneal_steps, self.seed = beam, anneal_steps, seed
         self.dp, self.anneal, self.reuse = dp, anneal, reuse
 
@@ -106,9 +111,18 @@ class AtomicScheduler(NetworkScheduler):
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         if not self.anneal:
-            return even(list(net), arch, arch.pe_unroll.text, samples=net.batch)
+            return even(list(net), arch, arch.pe_unroll.text, samples=net.batch, budget=self.max_atoms)
         return anneal(list(net), arch, arch.pe_unroll.text, seed=self.seed, steps=self.anneal_steps,
-                      scale=scale, samples=net.batch)[0]
+                      scale=scale, samples=net.batch, budget=self.max_atoms)[0]
+
+    def _check_atoms(self, net: Network, sizes: dict[str, Tiling]) -> None:
+        """One error where the run would hold more atoms than the limit even at its coarsest cut."""
+        limit = self.max_atoms or atoms_module.ATOM_BUDGET
+        n = net.batch * sum(_count(layer, sizes[layer.name]) for layer in net)
+        if n > limit:
+            raise KaplaError(f"{self.name}: '{net.name}' at batch {net.batch} is {n:,} atoms even cut as coarsely "
+                             f"as an engine's buffer allows, over the {limit:,} this scheduler handles in minutes; "
+                             f"schedule a smaller batch, or raise the limit with -O max_atoms=N")
 
     @staticmethod
     def _cost(specs: list[AtomSpec], net: Network, engine: ArchSpec, objective: str, layers: LayerService,
@@ -166,6 +180,7 @@ class AtomicScheduler(NetworkScheduler):
         scale: dict[str, float] | None = None
         for calibration in range(self.CALIBRATIONS):
             sizes = self.sizes(net, arch, scale)
+            self._check_atoms(net, sizes)
             specs = atoms_of(net, sizes)
             problems = self._cost(specs, net, engine, objective, layers, costs, progress)
             if calibration + 1 < self.CALIBRATIONS:
@@ -218,14 +233,14 @@ class LayerSequentialScheduler(AtomicScheduler):
 
     name = "layer-sequential"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, max_atoms: int = 0) -> None:
+        super().__init__(max_atoms=max_atoms)
 
     CALIBRATIONS = 1
     LIST_TOO = False
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
-        return even(list(net), arch, arch.pe_unroll.text, samples=net.batch)
+        return even(list(net), arch, arch.pe_unroll.text, samples=net.batch, budget=self.max_atoms)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
@@ -244,8 +259,8 @@ class CnnPartitionScheduler(AtomicScheduler):
 
     name = "cnn-partition"
 
-    def __init__(self, clusters: int = 0) -> None:
-        super().__init__()
+    def __init__(self, clusters: int = 0, max_atoms: int = 0) -> None:
+        super().__init__(max_atoms=max_atoms)
         if clusters < 0:
             raise KaplaError("cnn-partition: clusters must be 0 (the best of 1, 2, 4) or more")
         self.clusters = clusters
@@ -277,7 +292,8 @@ class CnnPartitionScheduler(AtomicScheduler):
         return result
 
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
-        return even(list(net), arch, arch.pe_unroll.text, max(arch.num_nodes // self._p, 1), samples=net.batch)
+        return even(list(net), arch, arch.pe_unroll.text, max(arch.num_nodes // self._p, 1), samples=net.batch,
+                    budget=self.max_atoms)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
@@ -332,8 +348,8 @@ class IlPipeScheduler(AtomicScheduler):
 
     name = "il-pipe"
 
-    def __init__(self, depth: int = 0, pieces: int = 4) -> None:
-        super().__init__()
+    def __init__(self, depth: int = 0, pieces: int = 4, max_atoms: int = 0) -> None:
+        super().__init__(max_atoms=max_atoms)
         if depth < 0 or pieces < 1:
             raise KaplaError("il-pipe: depth must be 0 (the best of 2, 3, 4) or more, and pieces at least 1")
         self.depth, self.pieces = depth, pieces
@@ -372,7 +388,8 @@ class IlPipeScheduler(AtomicScheduler):
     def sizes(self, net: Network, arch: ArchSpec, scale: dict[str, float] | None = None) -> dict[str, Tiling]:
         # about ``pieces`` rounds' worth of atoms per sample on the layer's block
         return even(list(net), arch, arch.pe_unroll.text,
-                    {layer.name: self._block[layer.name][1] * self.pieces for layer in net}, samples=net.batch)
+                    {layer.name: self._block[layer.name][1] * self.pieces for layer in net}, samples=net.batch,
+                    budget=self.max_atoms)
 
     def rounds(self, atoms: list[Atom], groups: list[tuple[int, int]], group_layer: list[int],
                group_sample: list[int], net: Network, engines: int, progress) -> list[tuple[int, ...]]:
