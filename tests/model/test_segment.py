@@ -1,6 +1,10 @@
 """Segments: forwarding between regions replaces DRAM traffic; pipelined timing."""
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kapla.arch import load_arch
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -8,7 +12,7 @@ from kapla.dataflow.examples import kapla_example as paper_example
 from kapla.dataflow.segment import LayerPlacement, Region, SegmentScheme
 from kapla.model import evaluate
 from kapla.model.evaluate import Feed
-from kapla.model.segment import dram_distance, evaluate_segment
+from kapla.model.segment import dram_distance, evaluate_segment, pipeline_time
 
 ARCH = load_arch("multinode")
 CONV_REGION = Region((0, 0), (4, 16))
@@ -93,3 +97,36 @@ def test_data_kept_on_chip_must_not_be_fetched_twice():
     assert "partial sums of an output kept on chip" in str(evaluate(split, local, Feed(to_dram=False)).validity)
     assert evaluate(conv, local, Feed(to_dram=False)).valid
 
+
+
+# ---------------------------------------------------------------- pipelined time of a segment
+
+def _slots(sizes, times):
+    """Slots of ``sizes`` layers named l0, l1, ... in order, layer ``i`` taking ``times[i]``."""
+    names = iter(f"l{i}" for i in range(sum(sizes)))
+    slots = [[next(names) for _ in range(n)] for n in sizes]
+    return slots, {f"l{i}": times[i] for i in range(sum(sizes))}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=5), st.lists(st.floats(1, 1e4), min_size=16, max_size=16),
+       st.sampled_from([1, 2, 4, 16]), st.integers(0, 2**16))
+def test_pipelined_time_of_a_chain_and_of_slots_that_pass_nothing(sizes, times, groups, seed):
+    """A chain of slots (each slot's first layer fed by the previous slot's last)
+    takes max T + (sum T - max T) / groups, as every segment was costed before
+    branches could run side by side; slots that pass each other nothing take the
+    longest slot's time; any other sources lie between the two."""
+    slots, t = _slots(sizes, times)
+    totals = [sum(t[n] for n in slot) for slot in slots]
+    chain = {slot[0]: [slots[i - 1][-1]] for i, slot in enumerate(slots) if i}
+    want = max(totals) + (sum(totals) - max(totals)) / groups
+    assert pipeline_time(slots, t, chain, groups) == pytest.approx(want, rel=1e-9)
+    assert pipeline_time(slots, t, {}, groups) == pytest.approx(max(totals), rel=1e-9)
+    rng = random.Random(seed)
+    order = [n for slot in slots for n in slot]
+    some = {n: rng.sample(order[:k], rng.randint(0, k)) for k, n in enumerate(order)}
+    got = pipeline_time(slots, t, some, groups)
+    assert max(totals) * (1 - 1e-9) <= got
+    # more sources than a chain's can only delay what the chain's allow: with every earlier layer a source
+    every = {n: order[:k] for k, n in enumerate(order)}
+    assert got <= pipeline_time(slots, t, every, groups) * (1 + 1e-9)

@@ -9,12 +9,15 @@ passed on by a layer of the segment that read the same fmaps from DRAM) cost
 NoC hops between the regions instead of DRAM traffic; outputs that stay on
 chip skip DRAM, pinned weights are free.
 
-Time: layers of one slot run one after another; slots run concurrently and
-pass fmaps in ``groups`` pieces, so a slot can start once its producer has
-finished its first piece. For a chain of slots with times ``T_s`` that gives
-``max T_s + (sum T_s - max T_s) / groups`` (the fill and drain of the
-pipeline), and never less than the DRAM time all layers need together (they
-share the DRAM bandwidth). Static energy is the chip's, over that time.
+Time: slots run concurrently and pass fmaps in ``groups`` pieces; a slot
+works piece by piece (piece ``k`` of each of its layers in turn, then piece
+``k + 1``), and a layer's piece waits for the same piece of every layer that
+sends it data over the NoC (:func:`pipeline_time`). For a chain of slots
+with times ``T_s`` that gives ``max T_s + (sum T_s - max T_s) / groups`` (the
+fill and drain of the pipeline); slots that pass each other nothing (an LSTM
+cell's gates, an inception module's branches) run side by side. Never less
+than the DRAM time all layers need together (they share the DRAM
+bandwidth). Static energy is the chip's, over that time.
 
 A forwarded fmap waits in the buffers of the region that consumes it: one
 piece of it (the whole fmap over ``groups``) must fit beside the consumer's
@@ -23,7 +26,7 @@ own blocks there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
@@ -76,6 +79,31 @@ def output_words(layer: Layer, batch: int) -> int:
     """Words of the fmap ``layer`` writes, over the whole ``batch``."""
     dims = layer_dims(layer, batch)
     return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer) if r.written)
+
+
+def pipeline_time(slots: Sequence[Sequence[str]], times: Mapping[str, float],
+                  sources: Mapping[str, Sequence[str]], groups: int) -> float:
+    """When the last layer of a segment finishes: its ``slots`` run side by side,
+    each working through ``groups`` pieces, piece ``k`` of each of its layers in
+    turn (``times``: a layer's whole time), and a layer's piece starts once the
+    same piece of each of its ``sources`` (the layers that send it data over the
+    NoC) is done. A chain of slots takes ``max T + (sum T - max T) / groups``."""
+    # slots and their layers in the segment's order: a layer's sources come before it
+    order = [(i, name) for i, slot in enumerate(slots) for name in slot]
+    at = {name: k for k, (_, name) in enumerate(order)}
+    steps = [(i, times[name] / groups, [at[p] for p in sources.get(name, ()) if p in at]) for i, name in order]
+    if not any(src for _, _, src in steps):  # nothing passed between slots: each runs on its own
+        return max((sum(times[n] for n in slot) for slot in slots), default=0.0)
+    free = [0.0] * len(slots)  # when each slot is done with what it has started
+    done = [0.0] * len(order)  # when each layer finished its latest piece
+    for _ in range(groups):
+        for k, (i, piece, src) in enumerate(steps):
+            start = free[i]
+            for j in src:
+                if done[j] > start:
+                    start = done[j]
+            free[i] = done[k] = start + piece
+    return max(free, default=0.0)
 
 
 def input_words(layer: Layer, batch: int) -> int:
@@ -147,9 +175,8 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | 
                                f"{free:,} words of {arch.levels[node].name} left in its region")
     if reasons:
         return SegmentCost(costs, Validity(tuple(reasons)))
-    slot_times = [sum(costs[n].time for n in slot) for slot in segment.slots]
-    longest = max(slot_times)
-    time = longest + (sum(slot_times) - longest) / segment.groups
+    time = pipeline_time(segment.slots, {n: c.time for n, c in costs.items()},
+                         {n: segment.placements[n].forwarders for n in segment.layers}, segment.groups)
     time = max(time, sum(c.time_parts["dram"] for c in costs.values()))
     energy: dict[str, float] = {}
     for cost in costs.values():

@@ -32,7 +32,7 @@ from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
-from kapla.model.segment import SegmentCost, dram_distance, forwarded_words, output_words
+from kapla.model.segment import SegmentCost, dram_distance, forwarded_words, output_words, pipeline_time
 from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -346,9 +346,8 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
             energy *= scale[name][0]
             layer_time[name] *= scale[name][1]
         total += energy
-    slot_times = [sum(layer_time[n] for n in slot) for slot in inter.slots]
-    longest = max(slot_times)
-    seg_time = max(longest + (sum(slot_times) - longest) / inter.groups, dram_total / arch.dram_bandwidth_words)
+    seg_time = max(pipeline_time(inter.slots, layer_time, {n: places[n].forwarders for n in inter.layers},
+                                 inter.groups), dram_total / arch.dram_bandwidth_words)
     return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total, inter.groups)
 
 
