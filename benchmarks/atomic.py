@@ -31,6 +31,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import time
@@ -71,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     console = Console(width=200, markup=False)
     if args.zoo:
-        return zoo(args, console)
+        return zoo(args, Console(width=240, markup=False))
     if args.engines:
         return engine_count(args, console)
     console.print(f"# python benchmarks/atomic.py --nets {args.nets} --arch {args.arch} --batch {args.batch}")
@@ -150,7 +151,7 @@ def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | Non
     """One run of the zoo sweep, as the CLI runs it, checked: a row of the results file."""
     row: dict = {"network": net, "arch": arch, "batch": batch, "solver": solver, "objective": objective,
                  "revision": _revision()}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         extra = {} if objective is None else {"objective": objective}
         result = kapla.schedule(net, arch, batch=batch, solver=solver, jobs=1, **extra)
@@ -168,6 +169,7 @@ def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | Non
     except Exception as exc:  # noqa: BLE001 -- a run that fails is a row saying how, not the end of the sweep
         row["status"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0][:300]
     row["seconds"] = round(time.perf_counter() - start, 2)
+    row["cpu_seconds"] = round(time.process_time() - cpu, 2)  # this process's CPU time: less moved by a busy machine
     return row
 
 
@@ -211,6 +213,14 @@ def run_point(net: str, arch: str, batch: int, solver: str, objective: str | Non
                "seconds": round(time.perf_counter() - start, 2)}
     child.join()
     return row
+
+
+def _short(status: str) -> str:
+    """A row's status for the table (the results file keeps it whole)."""
+    refused = re.search(r"is ([0-9,]+) atoms even cut as coarsely.* over the ([0-9,]+)", status)
+    if refused:
+        return f"refused: {refused.group(1)} atoms at the coarsest cut, over the limit ({refused.group(2)})"
+    return status if len(status) <= 90 else status[:87] + "..."
 
 
 def _key(row: dict) -> tuple:
@@ -265,13 +275,15 @@ def zoo(args: argparse.Namespace, console: Console) -> int:
                   + (f" --objective {args.objective}" if args.objective else ""))
     table = Table(title=f"every zoo network on {args.arch} under the round-model schedulers (objective: "
                         f"{objective}; one process each; every schedule checked by the round model)")
-    for col in ("network", "batch", "solver", "status", "latency (cycles)", "energy mJ", "atoms", "search s"):
-        table.add_column(col, justify="left" if col in ("network", "solver", "status") else "right")
+    for col in ("network", "batch", "solver", "status", "latency (cycles)", "energy mJ", "atoms", "search s", "CPU s",
+                "at"):
+        table.add_column(col, justify="left" if col in ("network", "solver", "status", "at") else "right")
     for row in rows:
         ok = row["status"] == "ok"
-        table.add_row(row["network"], str(row["batch"]), row["solver"], row["status"],
+        table.add_row(row["network"], str(row["batch"]), row["solver"], _short(row["status"]),
                       f"{row['time_cycles']:,}" if ok else "", f"{row['energy_j'] * 1e3:,.2f}" if ok else "",
-                      f"{row['atoms']:,}" if ok else "", f"{row.get('solver_seconds', row['seconds']):.1f}")
+                      f"{row['atoms']:,}" if ok else "", f"{row.get('solver_seconds', row['seconds']):.1f}",
+                      f"{row['cpu_seconds']:.1f}" if "cpu_seconds" in row else "", row.get("revision", ""))
     console.print(table)
     bad = [r for r in rows if r["status"] != "ok"]
     missing = len(points) - len(rows)
