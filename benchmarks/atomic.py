@@ -275,21 +275,22 @@ def zoo(args: argparse.Namespace, console: Console) -> int:
                   + (f" --objective {args.objective}" if args.objective else ""))
     table = Table(title=f"every zoo network on {args.arch} under the round-model schedulers (objective: "
                         f"{objective}; one process each; every schedule checked by the round model)")
-    for col in ("network", "batch", "solver", "status", "latency (cycles)", "energy mJ", "atoms", "search s", "CPU s",
+    for col in ("network", "batch", "solver", "status", "latency (cycles)", "energy mJ", "atoms", "run s", "CPU s",
                 "at"):
         table.add_column(col, justify="left" if col in ("network", "solver", "status", "at") else "right")
     for row in rows:
         ok = row["status"] == "ok"
         table.add_row(row["network"], str(row["batch"]), row["solver"], _short(row["status"]),
                       f"{row['time_cycles']:,}" if ok else "", f"{row['energy_j'] * 1e3:,.2f}" if ok else "",
-                      f"{row['atoms']:,}" if ok else "", f"{row.get('solver_seconds', row['seconds']):.1f}",
+                      f"{row['atoms']:,}" if ok else "", f"{row['seconds']:.1f}",
                       f"{row['cpu_seconds']:.1f}" if "cpu_seconds" in row else "", row.get("revision", ""))
     console.print(table)
     bad = [r for r in rows if r["status"] != "ok"]
     missing = len(points) - len(rows)
-    timed = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["solver_seconds"])[:5]
+    # the whole run as a user waits for it (CNN-Partition's and IL-Pipe's solver_seconds are their chosen option's)
+    timed = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["seconds"])[:5]
     console.print(f"{len(rows) - len(bad)} of {len(points)} runs ok, {len(bad)} not, {missing} not run yet; slowest: "
-                  + ", ".join(f"{r['network']} b{r['batch']} {r['solver']} {r['solver_seconds']:.0f} s"
+                  + ", ".join(f"{r['network']} b{r['batch']} {r['solver']} {r['seconds']:.0f} s"
                               for r in timed))
     return 1 if bad or missing else 0
 
