@@ -196,6 +196,18 @@ def test_cnn_partition_binds_runs_of_layers_to_blocks_of_engines_and_pipelines_s
         kapla.schedule(net, SMALL, solver="cnn-partition", solver_options={"clusters": -1}, jobs=1)
 
 
+def _checked(net, solver, opts):
+    """``solver``'s schedule of ``net`` on the small chip, checked: valid, the round
+    model's check passed, every atom run once: the result and its round-model details."""
+    result = kapla.schedule(net, SMALL, solver=solver, solver_options=opts, jobs=1)
+    assert result.valid and result.scheduler == solver
+    info = result.to_dict()["atomic"]
+    assert info["violations"] == []
+    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+    assert len(ran) == len(set(ran)) == info["atoms"]
+    return result, info
+
+
 @settings(max_examples=8, deadline=None)
 @given(small_cnns(), st.sampled_from([0, 1, 2, 3]), st.integers(1, 4))
 def test_il_pipe_pipelines_segments_of_layers_on_blocks_of_engines(net, depth, pieces):
@@ -204,12 +216,7 @@ def test_il_pipe_pipelines_segments_of_layers_on_blocks_of_engines(net, depth, p
     the segments run in order; and where a segment holds a layer and its
     consumer, some round runs both (they are pipelined)."""
     opts = {"pieces": pieces} | ({"depth": depth} if depth else {})
-    result = kapla.schedule(net, SMALL, solver="il-pipe", solver_options=opts, jobs=1)
-    assert result.valid and result.scheduler == "il-pipe"
-    info = result.to_dict()["atomic"]
-    assert info["violations"] == []
-    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
-    assert len(ran) == len(set(ran)) == info["atoms"]
+    result, info = _checked(net, "il-pipe", opts)
     d = info["depth"]
     if depth:
         assert d == min(depth, 4)
@@ -349,12 +356,7 @@ def test_every_cnn_partition_schedule_of_a_random_cnn_passes_the_round_models_ch
     """CNN-Partition on random small CNNs: valid, every atom once, on the chip's
     engines, each layer on the engines of one block only."""
     opts = {"clusters": clusters} if clusters else {}
-    result = kapla.schedule(net, SMALL, solver="cnn-partition", solver_options=opts, jobs=1)
-    assert result.valid and result.scheduler == "cnn-partition"
-    info = result.to_dict()["atomic"]
-    assert info["violations"] == []
-    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
-    assert len(ran) == len(set(ran)) == info["atoms"]
+    _, info = _checked(net, "cnn-partition", opts)
     blocks = info["clusters"]
     per = 4 // blocks
     block_of = {e: i // per for i, e in enumerate(snake((2, 2)))}
