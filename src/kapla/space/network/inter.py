@@ -32,7 +32,14 @@ from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
-from kapla.model.segment import SegmentCost, dram_distance, forwarded_words, output_words, pipeline_time
+from kapla.model.segment import (
+    SegmentCost,
+    dram_distance,
+    forwarded_words,
+    input_words,
+    output_words,
+    pipeline_time,
+)
 from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
 from kapla.workload.layer import Layer
 from kapla.workload.network import Network
@@ -323,7 +330,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
         energy = 0.0
         layer, place = net[name], places[name]
         feed = feed_of(inter, place, arch)
-        ifm = _words(layer, batch, Kind.IFM, written=False)
+        ifm = input_words(layer, batch)
         wgt = weight_words(layer, batch)
         out = output_words(layer, batch)
         dram = 0.0
