@@ -159,8 +159,10 @@ def zoo_point(net: str, arch: str, batch: int, solver: str, objective: str | Non
         info = doc["atomic"]
         ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
         problems = list(info["violations"])
-        if len(ran) != len(set(ran)) or len(ran) != info["atoms"]:
-            problems.append(f"{len(ran)} runs of {len(set(ran))} atoms, {info['atoms']} made")
+        groups = info["batch_groups"]["groups"]  # the timeline is one group's of samples
+        if len(ran) != len(set(ran)) or len(ran) * groups != info["atoms"]:
+            problems.append(f"{len(ran)} runs of {len(set(ran))} atoms a group, {info['atoms']} made "
+                            f"in {groups} groups")
         if not result.valid and not problems:
             problems.append("a layer's own cost is invalid")
         row.update(status="ok" if not problems else "invalid: " + "; ".join(problems[:3]),

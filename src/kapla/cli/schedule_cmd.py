@@ -129,8 +129,17 @@ def _print_summary(result, arch) -> None:
         console.print(f"weights pinned on chip (loaded once before the runs: "
                       f"{result.pinned_load_j * 1e3:.3f} mJ, not included)", markup=False)
     counts = result.extra.get("inter_layer_schemes")
-    if counts:
+    if counts and any(counts.values()):
         console.print("inter-layer schemes: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()), markup=False)
+    rounds = result.extra.get("atomic")
+    if rounds:
+        groups = rounds["batch_groups"]
+        batched = (f" (the batch in {groups['groups']} groups of {groups['samples']} samples, one after the other)"
+                   if groups["groups"] > 1 else "")
+        console.print(f"{rounds['atoms']:,} atoms in {rounds['rounds']:,} rounds{batched}; throughput "
+                      f"{rounds['throughput']:,.1f} samples/s; PE utilisation {rounds['utilization']:.0%} (compute "
+                      f"alone); NoC overhead {rounds['noc_overhead']:.0%}; on-chip reuse {rounds['reuse_ratio']:.0%}",
+                      markup=False, soft_wrap=True)
     if result.store is not None:
         console.print(f"layer store {result.store.path}: {result.store.reused:,} layer solves reused, "
                       f"{result.store.solved:,} solved and recorded", soft_wrap=True, markup=False)
@@ -178,6 +187,8 @@ def parse_options(items: tuple[str, ...]) -> dict[str, object]:
 
 
 def _print_segments(result) -> None:
+    if not result.segment_details:  # a round-model schedule runs atoms, not segments
+        return
     table = Table(title="segments")
     for col in ("#", "layers", "layout", "batch groups", "energy (mJ)", "time (cycles)"):
         table.add_column(col, justify="left" if col in ("layers", "layout") else "right")

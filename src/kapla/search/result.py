@@ -51,6 +51,9 @@ class LayerResult:
     chip_nodes: int = 0  # nodes of the whole chip (0: not known)
     folded: tuple[tuple[int, int], ...] = ()  # a folded region's nodes on the array (empty: a rectangle)
     solver_details: Mapping[str, Any] = field(default_factory=dict)  # its layer solver's own report (a MIP's status)
+    #: the MACs ``cost`` covers where that is more than ``scheme``'s (0: the scheme's): an atomic
+    #: schedule's layer is costed over all its atoms, each on one engine, and shows its largest atom's scheme
+    cost_macs: int = 0
 
     @property
     def region_text(self) -> str:
@@ -60,7 +63,7 @@ class LayerResult:
 
     @property
     def macs(self) -> int:
-        return self.scheme.layer.macs * self.scheme.batch
+        return self.cost_macs or self.scheme.layer.macs * self.scheme.batch
 
     @property
     def pe_utilisation(self) -> float:

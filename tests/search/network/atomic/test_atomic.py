@@ -12,7 +12,7 @@ import kapla
 from kapla.arch import load_arch
 from kapla.errors import KaplaError
 from kapla.model.rounds import check
-from kapla.search.network.atomic.atoms import anneal, atom_words, atoms_of, input_window, reads, tilings
+from kapla.search.network.atomic.atoms import _count, anneal, atom_words, atoms_of, input_window, reads, tilings
 from kapla.search.network.atomic.rounds import snake
 from kapla.workload.load import load_network
 from kapla.workload.network import NetworkBuilder
@@ -371,7 +371,7 @@ def test_no_layer_is_cut_finer_than_finest_rounds_of_the_chip():
     """The annealing's atoms: no layer in more than FINEST rounds' worth of the
     whole chip's engines, unless layer-sequential's even cut has more (LSTM-L's
     gates, beside its small element-wise layers, were cut into 1,575 atoms)."""
-    from kapla.search.network.atomic.atoms import FINEST, _count, even
+    from kapla.search.network.atomic.atoms import FINEST, even
 
     net = load_network("lstm_l", batch=1)
     sizes, _ = anneal(list(net), ATOMIC, "C|K")
@@ -396,6 +396,39 @@ def test_a_batch_is_cut_coarser_to_keep_its_atoms_within_the_budget(solver, monk
     assert result.valid and result.to_dict()["atomic"]["atoms"] <= budget
     monkeypatch.setattr(atoms_module, "ATOM_BUDGET", budget)
     assert kapla.schedule(net, SMALL, solver=solver, jobs=1).to_dict()["atomic"]["atoms"] <= budget
-    least = len(net.layers) * net.batch  # at least one atom per layer and sample
-    with pytest.raises(KaplaError, match=f"at batch 4 is [0-9,]+ atoms even cut as coarsely.*over the {least - 1}"):
-        kapla.schedule(net, SMALL, solver=solver, solver_options={"max_atoms": least - 1}, jobs=1)
+    one = len(net.layers)  # at least one atom per layer and sample
+    with pytest.raises(KaplaError, match=f"one sample of .* is [0-9,]+ atoms even cut as coarsely.*over the {one - 1}"):
+        kapla.schedule(net, SMALL, solver=solver, solver_options={"max_atoms": one - 1}, jobs=1)
+
+
+def _coarsest(net, arch):
+    return sum(min(_count(layer, t) for t in tilings(layer, arch, arch.pe_unroll.text)) for layer in net)
+
+
+@pytest.mark.parametrize("solver", ["atomic", "layer-sequential", "cnn-partition", "il-pipe"])
+@pytest.mark.parametrize("batch,samples", [(4, 2), (3, 1), (6, 3)])
+def test_a_batch_over_the_budget_at_its_coarsest_runs_in_equal_groups(solver, batch, samples):
+    """Where even the coarsest cut of the batch is over the limit, the batch runs in as few
+    equal groups of samples as keep one within it, one after the other: the result is one
+    group's schedule run that many times (its time, energy and atoms times the groups), its
+    timeline one group's, every atom of it run once; a limit one sample is over is one error."""
+    net = load_network(EXAMPLES / "tiny_cnn.yaml", batch=batch)
+    one = _coarsest(net, SMALL)
+    budget = one * samples + one // 2  # room for ``samples`` samples, not one more
+    options = {"max_atoms": budget}
+    result = kapla.schedule(net, SMALL, solver=solver, solver_options=options, jobs=1)
+    group = kapla.schedule(net.with_batch(samples), SMALL, solver=solver, solver_options=options, jobs=1)
+    runs = batch // samples
+    info, alone = result.to_dict()["atomic"], group.to_dict()["atomic"]
+    assert result.valid and result.batch == batch and info["violations"] == []
+    assert info["batch_groups"] == {"groups": runs, "samples": samples}
+    assert alone["batch_groups"] == {"groups": 1, "samples": samples}
+    assert result.time == pytest.approx(runs * group.time)
+    assert result.energy_j == pytest.approx(runs * group.energy_j)
+    assert info["atoms"] == runs * alone["atoms"] and alone["atoms"] <= budget
+    assert info["throughput"] == pytest.approx(alone["throughput"])
+    ran = [a for r in info["timeline"] for a, _ in r["atoms"]]
+    assert len(ran) == len(set(ran)) == alone["atoms"]
+    assert {int(a.split("#")[1].split(":")[0]) for a in ran} == set(range(samples))
+    assert sum(r.cost.total_energy for r in result.layers) == pytest.approx(
+        runs * sum(r.cost.total_energy for r in group.layers))

@@ -35,6 +35,7 @@ from kapla.search.network.atomic.atoms import (
     estimate_cycles,
     even,
     reads,
+    tilings,
 )
 from kapla.search.network.atomic.rounds import RoundPlanner, buffer, in_order, layer_by_layer, place, snake
 from kapla.search.result import LayerResult, ScheduleResult
@@ -115,14 +116,19 @@ class AtomicScheduler(NetworkScheduler):
         return anneal(list(net), arch, arch.pe_unroll.text, seed=self.seed, steps=self.anneal_steps,
                       scale=scale, samples=net.batch, budget=self.max_atoms)[0]
 
-    def _check_atoms(self, net: Network, sizes: dict[str, Tiling]) -> None:
-        """One error where the run would hold more atoms than the limit even at its coarsest cut."""
+    def batch_groups(self, net: Network, arch: ArchSpec) -> int:
+        """How many groups of samples the batch runs in, one group after the other (1: the
+        whole batch at once). Where the batch's atoms, cut as coarsely as an engine's buffer
+        allows, are more than the limit, it runs in equal groups, as few as keep a group
+        within it (a transformer's batch in prefill); one error where one sample is over it."""
         limit = self.max_atoms or atoms_module.ATOM_BUDGET
-        n = net.batch * sum(_count(layer, sizes[layer.name]) for layer in net)
-        if n > limit:
-            raise KaplaError(f"{self.name}: '{net.name}' at batch {net.batch} is {n:,} atoms even cut as coarsely "
+        dataflow = arch.pe_unroll.text
+        one = sum(min(_count(layer, t) for t in tilings(layer, arch, dataflow)) for layer in net)
+        if one > limit:
+            raise KaplaError(f"{self.name}: one sample of '{net.name}' is {one:,} atoms even cut as coarsely "
                              f"as an engine's buffer allows, over the {limit:,} this scheduler handles in minutes; "
-                             f"schedule a smaller batch, or raise the limit with -O max_atoms=N")
+                             f"raise the limit with -O max_atoms=N")
+        return min(n for n in range(1, net.batch + 1) if net.batch % n == 0 and net.batch // n * one <= limit)
 
     @staticmethod
     def _cost(specs: list[AtomSpec], net: Network, engine: ArchSpec, objective: str, layers: LayerService,
@@ -171,8 +177,16 @@ class AtomicScheduler(NetworkScheduler):
         return frozenset() if self.reuse else frozenset(range(len(atoms)))
 
     def schedule(self, task: NetworkTask, layers: LayerService) -> ScheduleResult:
+        check_supported(task.net)
+        runs = self.batch_groups(task.net, task.arch)
+        if runs == 1:
+            return self._schedule(task, layers, 1)
+        # the groups are alike (samples are independent): one is planned, and runs ``runs`` times
+        return self._schedule(replace(task, net=task.net.with_batch(task.net.batch // runs)), layers, runs)
+
+    def _schedule(self, task: NetworkTask, layers: LayerService, runs: int) -> ScheduleResult:
+        """``task``'s batch planned as one group of samples, run ``runs`` times one after the other."""
         net, arch, objective = task.net, task.arch, task.objective.name
-        check_supported(net)
         chip = chip_of(arch)
         engine = arch.with_node_region(1, 1)
         progress = task.progress
@@ -180,7 +194,6 @@ class AtomicScheduler(NetworkScheduler):
         scale: dict[str, float] | None = None
         for calibration in range(self.CALIBRATIONS):
             sizes = self.sizes(net, arch, scale)
-            self._check_atoms(net, sizes)
             specs = atoms_of(net, sizes)
             problems = self._cost(specs, net, engine, objective, layers, costs, progress)
             if calibration + 1 < self.CALIBRATIONS:
@@ -223,7 +236,7 @@ class AtomicScheduler(NetworkScheduler):
         assert best is not None
         placed, timeline = best
         return _result(net, arch, specs, atoms, costs, problems, timeline, placed, layers.solver.name, objective,
-                       time.perf_counter() - task.start, self.name)
+                       time.perf_counter() - task.start, self.name, runs)
 
 
 class LayerSequentialScheduler(AtomicScheduler):
@@ -505,7 +518,9 @@ def _sum(costs: list[tuple[LayerCost, int]], name: str) -> LayerCost:
 
 def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Atom], costs: dict, problems: dict,
             timeline: Timeline, placed: list, solver: str, objective: str, seconds: float,
-            scheduler: str) -> ScheduleResult:
+            scheduler: str, runs: int = 1) -> ScheduleResult:
+    """The schedule of ``net``'s batch run ``runs`` times (groups of ``net.batch`` samples),
+    one after the other, each as ``timeline`` (the group's)."""
     by_layer: dict[str, list[int]] = {}
     for i, a in enumerate(specs):
         by_layer.setdefault(a.layer, []).append(i)
@@ -514,26 +529,31 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
     for layer in net:
         mine = by_layer[layer.name]
         keys = Counter(problems[specs[i].name] for i in mine)
-        total = _sum([(costs[key][1], n) for key, n in keys.items()], layer.name)
+        total = _sum([(costs[key][1], n * runs) for key, n in keys.items()], layer.name)
         for part, j in total.energy.items():
             energy[part] = energy.get(part, 0.0) + j
         # the scheme shown for a layer: that of its largest atom
         biggest = max(mine, key=lambda i: (atoms[i].macs, -i))
         scheme = costs[problems[specs[biggest].name]][0]
-        results.append(LayerResult(layer.name, scheme, total, ((0, 0), arch.node_array),
-                                   pes=arch.num_pes, chip_nodes=arch.num_nodes))
+        # its atoms ran one after another on an engine's PEs (its time, their times summed)
+        results.append(LayerResult(layer.name, scheme, total, ((0, 0), arch.node_array), pes=arch.pes_per_node,
+                                   chip_nodes=arch.num_nodes, cost_macs=layer.macs * net.batch * runs))
     for part in ("NoC", "DRAM", STATIC):
-        energy[part] = energy.get(part, 0.0) + timeline.energy.get({"NoC": "NoC", "DRAM": "DRAM",
-                                                                    STATIC: "static"}[part], 0.0)
+        energy[part] = energy.get(part, 0.0) + runs * timeline.energy.get({"NoC": "NoC", "DRAM": "DRAM",
+                                                                             STATIC: "static"}[part], 0.0)
     valid = timeline.valid and all(r.cost.validity.ok for r in results)
     ran_on = {name: (r, engine) for r, runs in enumerate(placed) for name, engine in
               ((atoms[i].name, e) for i, e in runs)}
     seconds_per_sample = timeline.cycles * arch.cycle_s / max(net.batch, 1)
+    batch = net.batch * runs
     extra = {
         "strategy": scheduler, "hardware": arch.to_dict(),
         "inter_layer_schemes": {"considered": 0, "valid": 0, "pareto": 0, "solved": 0},
         "atomic": {
-            "atoms": len(atoms), "rounds": len(timeline.rounds), "throughput": (1 / seconds_per_sample
+            "atoms": len(atoms) * runs, "rounds": len(timeline.rounds) * runs,
+            # the timeline below is one group's (its samples numbered from 0): group g runs it
+            # with samples g * samples ... after group g - 1
+            "batch_groups": {"groups": runs, "samples": net.batch}, "throughput": (1 / seconds_per_sample
                                                                                 if seconds_per_sample else 0.0),
             "utilization": timeline.utilisation, "noc_overhead": timeline.noc_overhead,
             "reuse_ratio": timeline.reuse_ratio, "violations": list(timeline.violations),
@@ -542,9 +562,9 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
                          for r, c in enumerate(timeline.rounds)],
         },
     }
-    return ScheduleResult(network=net.name, arch=arch.name, batch=net.batch, training=net.training, solver=solver,
+    return ScheduleResult(network=net.name, arch=arch.name, batch=batch, training=net.training, solver=solver,
                           objective=objective, segments=tuple((layer.name,) for layer in net), layers=tuple(results),
-                          energy=energy, time=float(timeline.cycles), solver_seconds=seconds, valid=valid,
+                          energy=energy, time=float(timeline.cycles * runs), solver_seconds=seconds, valid=valid,
                           scheduler=scheduler, extra=extra)
 
 
