@@ -440,14 +440,11 @@ def _from_blocks(src: str, t: Tiling, shape, chans: tuple[int, int], rows: tuple
     """The atoms of producer ``src`` (cut by ``t``, its output ``shape``) whose blocks
     hold channels ``chans`` of rows ``rows``, with the words of each: (producer, its
     atom's first channel and row, words)."""
-    got: list[tuple[str | None, int, int, int]] = []
-    for r0 in _blocks(rows, t.rows, shape.h):
-        for k0 in _blocks(chans, t.k, shape.c):
-            words = (_overlap(chans, (k0, min(shape.c, k0 + t.k)))
-                     * _overlap(rows, (r0, min(shape.h, r0 + t.rows))) * shape.w)
-            if words:
-                got.append((src, k0, r0, words))
-    return got
+    # a block's words are its rows' overlap times its channels' (each worked out once per row or channel block)
+    row_parts = [(r0, _overlap(rows, (r0, min(shape.h, r0 + t.rows))) * shape.w)
+                 for r0 in _blocks(rows, t.rows, shape.h)]
+    chan_parts = [(k0, _overlap(chans, (k0, min(shape.c, k0 + t.k)))) for k0 in _blocks(chans, t.k, shape.c)]
+    return [(src, k0, r0, rw * cw) for r0, rw in row_parts if rw for k0, cw in chan_parts if cw]
 
 
 def _spread(total: int, n: int) -> list[int]:
