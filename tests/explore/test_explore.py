@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -19,6 +20,7 @@ from kapla.explore.variants import vary
 from kapla.workload.load import load_network
 
 EDGE = load_arch("edge")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _net(batch=2):
@@ -132,3 +134,22 @@ def test_a_store_that_is_a_file_is_an_error(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(KaplaError, match="not a directory"):
         explore(_net(), EDGE, ["GBUF.capacity=16KiB"], store=tmp_path / "f")
+
+
+@pytest.mark.parametrize("preset", ["interstellar", "eyeriss", "edge", "multinode"])
+def test_a_transformer_explores_and_takes_every_dataflow_on_each_preset(preset):
+    """A transformer (attention's products of two fmaps, softmax, norms) through both sweeps
+    on each preset the issue names: every point a checked schedule or reported infeasible
+    (benchmarks/explore_zoo.py runs the zoo's own networks so)."""
+    from kapla.arch.energy_tables import format_bytes
+    from kapla.explore.dataflows import dataflows
+
+    net = load_network(EXAMPLES / "tiny_attention.yaml", batch=1)
+    arch = load_arch(preset)
+    size = arch.capacity_bytes(arch.level_names[0])
+    grid = [f"{arch.level_names[0]}.capacity={format_bytes(size).replace(' ', '')},"
+            f"{format_bytes(2 * size).replace(' ', '')}"]
+    for result in (explore(net, arch, grid, jobs=1), dataflows(net, arch, jobs=1)):
+        assert result.rows and all(r["status"] in (OK, INFEASIBLE) for r in result.rows)
+        assert all(r["valid"] for r in result.rows if r["status"] == OK)
+        assert any(r["status"] == OK for r in result.rows)
