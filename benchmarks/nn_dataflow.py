@@ -1,8 +1,11 @@
 """kapla against nn_dataflow on nn_dataflow's own reference runs (issue 11).
 
-    python benchmarks/nn_dataflow.py
+    python benchmarks/nn_dataflow.py [RUN.json ...] [--solvers kapla,exhaustive]
 
-For each reference output of nn_dataflow (tests/interop/nn_dataflow/data):
+For each output of nn_dataflow given (by default the references in
+tests/interop/nn_dataflow/data; any run of nn_dataflow_search.py's
+``--json`` of a network kapla rebuilds, docs/nn_dataflow.md says how to
+make them):
 
 1. nn_dataflow's own schedule evaluated by kapla under ``multinode_nndataflow``
    (``kapla import-schedule``), totals beside nn_dataflow's;
@@ -15,6 +18,7 @@ For each reference output of nn_dataflow (tests/interop/nn_dataflow/data):
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -32,9 +36,8 @@ CASES = {
     "nn_dataflow_mlp_l_tangram.json": dict(),
     "nn_dataflow_lstm_showtell_tangram.json": dict(),
 }
-#: kapla's own schedules: KAPLA and the exhaustive search (nn_dataflow's own search is exhaustive) under
-#: nn_dataflow's counting, KAPLA under kapla's
-RUNS = (("multinode_nndataflow", "kapla"), ("multinode_nndataflow", "exhaustive"), ("multinode", "kapla"))
+#: kapla's own schedules: by default KAPLA and the exhaustive search (nn_dataflow's own search is
+#: exhaustive) under nn_dataflow's counting, and KAPLA under kapla's
 CONVENTIONS = [
     ("kapla's (multinode)", {}),
     ("+ every node fetches its own DRAM copy", {"dram_reads": "per_node"}),
@@ -47,8 +50,16 @@ CONVENTIONS = [
 ]
 
 
-def main() -> None:
-    imported = {name: import_schedule(DATA / name) for name in CASES}
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="*", help="nn_dataflow JSON outputs (default: the shared references)")
+    parser.add_argument("--solvers", default="kapla,exhaustive",
+                        help="kapla's solvers for its own schedules under nn_dataflow's counting")
+    args = parser.parse_args(argv)
+    paths = [Path(p) for p in args.runs] or [DATA / name for name in CASES]
+    runs = [("multinode_nndataflow", solver) for solver in args.solvers.split(",")] + [("multinode", "kapla")]
+    # the run's options (buffer sharing, inter-layer pipelining) come with its hardware (arch_from_run)
+    imported = {path.name: import_schedule(path) for path in paths}
     print("## 1. nn_dataflow's schedule evaluated by kapla (multinode_nndataflow)\n")
     print("| run | figure | kapla | nn_dataflow | ratio |\n|---|---|---|---|---|")
     for res in imported.values():
@@ -58,8 +69,14 @@ def main() -> None:
         rows.append(("NoC (word-hops)", ours.noc_hops, theirs.noc_hops))
         for label, a, b in rows:
             print(f"| {res.run.net} | {label} | {a:.4g} | {b:.4g} | {a / b:.3f} |")
+    alexnet = imported.get("nn_dataflow_alexnet_per_layer.json")
+    if alexnet is not None:
+        conventions(alexnet)
+    own(imported, runs)
+
+
+def conventions(alexnet) -> None:
     print("\n## 2. What each convention is worth (nn_dataflow's AlexNet schedule)\n")
-    alexnet = imported["nn_dataflow_alexnet_per_layer.json"]
     run, net = alexnet.run, alexnet.network
     base = load_preset("multinode")
     print("| counting | energy (mJ) | time (Mcycles) | DRAM (M words) | GBUF (M words) | layers kapla rejects |\n"
@@ -72,13 +89,16 @@ def main() -> None:
               f"| {t.accesses['GBUF'] / 1e6:.0f} | {rejected} of {len(figures.layers)} |")
     print(f"| nn_dataflow's own figures | {run.total_cost * 1e3:.1f} | {run.total_time / 1e6:.2f} "
           f"| {run.total_accesses[0] / 1e6:.1f} | {run.total_accesses[1] / 1e6:.0f} | |")
+
+
+def own(imported: dict, runs: list[tuple[str, str]]) -> None:
     print("\n## 3. kapla's own schedule beside nn_dataflow's\n")
     print("| run | hardware | kapla's solver | kapla energy (J) | nn_dataflow energy (J) | ratio | kapla search (s) "
           "| nn_dataflow search (s) |\n|---|---|---|---|---|---|---|---|")
-    for name, options in CASES.items():
-        res = imported[name]
+    for name, res in imported.items():
+        options = CASES.get(name, {})
         net = res.network
-        for preset, solver in RUNS:
+        for preset, solver in runs:
             arch = arch_from_run(res.run, load_preset(preset))
             start = time.perf_counter()
             result = kapla.schedule(net, arch, batch=res.run.batch, solver=solver, jobs=1, **options)

@@ -5,18 +5,21 @@ are read there and delivered over the array bus like any data."""
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from kapla.arch import load_arch
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.tensors import Kind
 from kapla.model import evaluate
-from kapla.model.evaluate import ITCN, Feed
+from kapla.model.evaluate import ITCN, STATIC, Feed
 from kapla.model.nests import from_schemes
 from kapla.model.rules import used_units
 from kapla.space.layer.batch import enumerate_and_cost
 from kapla.space.layer.classic_view import skeletons
 from kapla.space.layer.skeletons import build_scheme
 from kapla.workload.zoo import get_network
+from tests.conftest import small_hierarchy, small_layers
 
 ARCH = load_arch("multinode").with_options(buffer_sharing=False)
 FC2 = get_network("mlp_s", 64)["fc2"]
@@ -68,3 +71,30 @@ def test_a_stack_unit_wholly_beyond_the_layer_moves_nothing():
     a, b = evaluate(idle, arch, check=False), evaluate(exact, arch, check=False)
     for level in (ITCN, "GBUF", "DRAM", "REGF"):
         assert a.accesses[level] == b.accesses[level], level
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_layers(), st.integers(1, 3), st.sampled_from(["multinode", "multinode_nndataflow", "edge", "eyeriss"]),
+       st.floats(0.05, 0.95), st.floats(0.0, 4.0), st.booleans())
+def test_an_input_forwarded_in_part_costs_its_share_of_each_way(layer, batch, name, share, hops, to_dram):
+    """A layer reading fmaps its segment makes and others (``ifm_share``): every component
+    but the time-bound static energy, and every level's accesses, are the share's blend of
+    the input all forwarded and all from DRAM."""
+    arch = small_hierarchy(name)
+    skel = next(iter(skeletons(layer, batch, arch)), None)
+    assume(skel is not None)
+    scheme = build_scheme(skel, enumerate_and_cost(skel, arch).blocking)
+    costs = [evaluate(scheme, arch, Feed(ifm_hops=h, to_dram=to_dram, ifm_share=s), check=False, feed_rule=False)
+             for h, s in ((hops, 1.0), (None, 1.0), (hops, share))]
+    forwarded, fetched, mixed = costs
+    for part in set(forwarded.energy) | set(fetched.energy):
+        if part == STATIC:
+            continue
+        blend = share * forwarded.energy.get(part, 0.0) + (1 - share) * fetched.energy.get(part, 0.0)
+        assert mixed.energy.get(part, 0.0) == pytest.approx(blend, rel=1e-9, abs=1e-18), part
+    for level in set(forwarded.accesses) | set(fetched.accesses):
+        tensors = set(forwarded.accesses.get(level, {})) | set(fetched.accesses.get(level, {}))
+        for tensor in tensors:
+            blend = (share * forwarded.accesses.get(level, {}).get(tensor, 0.0)
+                     + (1 - share) * fetched.accesses.get(level, {}).get(tensor, 0.0))
+            assert mixed.accesses.get(level, {}).get(tensor, 0.0) == pytest.approx(blend, rel=1e-9, abs=1e-9)

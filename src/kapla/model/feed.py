@@ -27,7 +27,10 @@ class Feed:
     """Where a layer's data come from and go to, when it runs inside a segment.
 
     ``ifm_hops``: the input fmap is forwarded on chip from a producer this
-    many hops away (None: it comes from DRAM); ``to_dram``: the output is
+    many hops away (None: it comes from DRAM); ``ifm_share``: the share of
+    its words forwarded, the rest read from DRAM (a layer reading an fmap
+    its segment makes and one it does not; read once all the same, as the
+    two are read side by side); ``to_dram``: the output is
     written to DRAM (else it stays on chip for its consumers); ``pinned``:
     the weights were loaded once and stay on chip; ``dram_hops``: mean hops
     between the layer's nodes and their DRAM channels (None: computed as if
@@ -38,6 +41,7 @@ class Feed:
     to_dram: bool = True
     pinned: bool = False
     dram_hops: float | None = None
+    ifm_share: float = 1.0
 
     @property
     def on_chip(self) -> bool:

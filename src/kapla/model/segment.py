@@ -153,7 +153,7 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | 
             sources = [segment.placements[p].region for p in place.forwarders]
             hops = sum(place.region.distance(src) for src in sources) / len(sources)
         feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
-                    dram_hops=dram_distance(arch, place.region))
+                    dram_hops=dram_distance(arch, place.region), ifm_share=1.0 - place.ifm_from_dram)
         local = None
         key = (scheme, place.region, feed)
         cost = None if memo is None else memo.get(key)

@@ -411,7 +411,13 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     hops[r] += rotated + reduced
                 elif written:  # partial sums combined between nodes on their way out
                     hops[r] += np.maximum(flow(node_at) - parent_side, 0.0) / 2
-            if feed is not None and p == n and _stays_on_chip(kind, written, feed):
+            onchip = feed is not None and p == n and _stays_on_chip(kind, written, feed)
+            # of an input forwarded in part, the rest comes from DRAM as any input does
+            share = 0.0  # of the words at the top, those on chip
+            if feed is not None and onchip:
+                share = feed.ifm_share if kind == Kind.IFM and not written else 1.0
+            if onchip:
+                assert feed is not None
                 if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
                     # read from (or left in) the node buffers, even where the scheme has the
                     # node level bypass them, once per word they serve together (as the data
@@ -419,20 +425,24 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     # input crosses the NoC
                     at = c if node is None else node
                     if not written:
-                        reads[at, r] += top_reads[r]
-                        hops[r] += top_reads[r] * feed.ifm_hops
+                        forwarded = top_reads[r] if share == 1.0 else share * top_reads[r]
+                        reads[at, r] += forwarded
+                        hops[r] += forwarded * feed.ifm_hops
                     elif not hw.gbuf_pe_side:  # what stays for the consumers is not served to the PEs
                         reads[at, r] += parent_reads
                         writes[at, r] += parent_writes
-            else:
-                reads[p, r] += parent_reads
-                writes[p, r] += parent_writes
+            if not onchip or share < 1.0:
+                part = 1.0 - share  # 1.0 unless forwarded in part (kept exact: no copies of the arrays)
+                reads[p, r] += parent_reads if part == 1.0 else part * parent_reads
+                writes[p, r] += parent_writes if part == 1.0 else part * parent_writes
                 if c > 0 and not (c == node and hw.gbuf_pe_side):
                     # a buffer above the registers: what it serves, what fills it, what it writes back
-                    writes[c, r] += fills + reduced
-                    reads[c, r] += writebacks + rotated + reduced
+                    writes[c, r] += (fills + reduced) if part == 1.0 else part * (fills + reduced)
+                    served = writebacks + rotated + reduced
+                    reads[c, r] += served if part == 1.0 else part * served
                 if spans_node:
-                    hops[r] += (parent_side if written else into_nodes) * distance
+                    hops[r] += (parent_side if written else into_nodes) * (distance if part == 1.0
+                                                                           else part * distance)
             # the buses between the two holders (for on-chip data: below the node level)
             for j in range(c, p):
                 lvl = hw.levels[j]

@@ -25,7 +25,9 @@ NAMES = ["multinode", "multinode_nndataflow", "edge", "eyeriss", "simba", "inter
          "four_level_l2.yaml", "four_level_pe_buffer.yaml", "eyeriss_lbuf.yaml"]
 
 FEEDS = [FROM_DRAM, Feed(ifm_hops=1.0), Feed(to_dram=False, dram_hops=3.0), Feed(pinned=True),
-         Feed(ifm_hops=2.5, to_dram=False, pinned=True), Feed(dram_hops=0.5)]
+         Feed(ifm_hops=2.5, to_dram=False, pinned=True), Feed(dram_hops=0.5),
+         # an input forwarded in part, the rest from DRAM
+         Feed(ifm_hops=1.5, ifm_share=0.5), Feed(ifm_hops=4.0, ifm_share=0.25, to_dram=False)]
 
 
 def least(space: LayerSpace, frame: int) -> tuple[float, float] | None:

@@ -12,6 +12,7 @@ from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import (
     InterScheme,
     estimate,
+    feed_of,
     inter_schemes,
     may_fit,
     pin_choices,
@@ -193,15 +194,26 @@ def test_siblings_reading_the_same_fmaps_from_dram_fetch_them_once():
     assert schemes["cell_igate"].ifm_name not in cost["cell_igate"].accesses["DRAM"]
 
 
-def test_a_layer_with_a_producer_outside_the_segment_shares_nothing():
-    """cell_cout_f reads fgate's output and the cell's initial C: with C outside
-    the segment it reads both from DRAM, as before; layers whose producers
-    differ fetch their own."""
+def test_a_layer_with_a_producer_outside_the_segment_takes_the_rest_from_dram():
+    """cell_cout_f reads fgate's output and the cell's initial C: with C outside the
+    segment, it reads both from DRAM (fgate writes its output there), or, in the schemes
+    that fetch fmaps only where the segment lacks them, gets fgate's forwarded and reads
+    C alone from DRAM (half its input words; fgate writes nothing); layers whose
+    producers differ fetch their own."""
     net = get_network("lstm_m", 64)
-    seg = inter_schemes(net, MULTINODE, plan(net, "cell_fgate", "cell_cout_f"), False)[0]
-    assert not any(s.share_inputs for s in inter_schemes(net, MULTINODE, plan(net, "cell_fgate", "cell_cout_f"), False))
-    places = placements(net, MULTINODE, seg)
+    schemes = inter_schemes(net, MULTINODE, plan(net, "cell_fgate", "cell_cout_f"), False)
+    alone = next(s for s in schemes if not s.share_inputs)
+    places = placements(net, MULTINODE, alone)
     assert places["cell_cout_f"].forwarders == () and places["cell_fgate"].to_dram
+    mixed = next(s for s in schemes if s.share_inputs and (s.slots, s.regions, s.groups, s.pinned)
+                 == (alone.slots, alone.regions, alone.groups, alone.pinned))
+    places = placements(net, MULTINODE, mixed)
+    assert places["cell_cout_f"].forwarders == ("cell_fgate",) and not places["cell_fgate"].to_dram
+    assert places["cell_cout_f"].ifm_from_dram == 0.5
+    feed = feed_of(mixed, places["cell_cout_f"], MULTINODE)
+    assert feed.ifm_hops is not None and feed.ifm_share == 0.5
+    fetched = estimate(net, MULTINODE, mixed, 0)
+    assert fetched.dram_words < estimate(net, MULTINODE, alone, 0).dram_words
     seg = inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False)[0]
     assert all(p.forwarders == () for p in placements(net, MULTINODE, seg).values())
     assert not any(s.share_inputs for s in inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False))

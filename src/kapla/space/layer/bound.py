@@ -260,22 +260,27 @@ def _input_pair(view: _FrameView, role: TensorRole, c: int, p: int) -> tuple[flo
     if _spans_node(view, c, p):
         assert view.node is not None
         into_nodes = fills / shr if c == view.node else view.each_once(view.node, role, c)
+    part = 1.0  # of the words at the top, those from the parent (the rest forwarded on chip)
     if _on_top(view, role, p):
         if kind == Kind.WGT:
             return energy, 0.0  # pinned weights: nothing at the top
         assert view.feed is not None and view.feed.ifm_hops is not None
         at = c if view.node is None else view.node
         once = view.each_once(p, role, c)
-        return energy + once * (hw.levels[at].read[kind] + view.feed.ifm_hops * hw.hop[kind]), 0.0
+        share = view.feed.ifm_share
+        energy += share * once * (hw.levels[at].read[kind] + view.feed.ifm_hops * hw.hop[kind])
+        if share >= 1.0:
+            return energy, 0.0
+        part = 1.0 - share
     if p == view.n and hw.per_node_dram and _spans_node(view, c, p):
         served = into_nodes  # every node fetches its own copy
     else:
         served = view.each_once(p, role, c)
-    energy += served * hw.levels[p].read[kind]
+    fetched = served * hw.levels[p].read[kind]
     if _child_counted(view, c):
-        energy += fills * hw.levels[c].write[kind] + rotated * hw.levels[c].read[kind]
-    energy += into_nodes * view.distance() * hw.hop[kind]
-    return energy, served if p == view.n else 0.0
+        fetched += fills * hw.levels[c].write[kind] + rotated * hw.levels[c].read[kind]
+    fetched += into_nodes * view.distance() * hw.hop[kind]
+    return energy + part * fetched, part * served if p == view.n else 0.0
 
 
 def _output_pair(view: _FrameView, role: TensorRole, c: int, p: int) -> tuple[float, float]:

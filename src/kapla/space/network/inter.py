@@ -102,35 +102,62 @@ def weight_words(layer: Layer, batch: int = 1) -> int:
     return _words(layer, batch, Kind.WGT, written=False)
 
 
-def onchip_producers(net: Network, name: str, inside: set[str]) -> tuple[str, ...]:
-    """The producers whose fmaps reach ``name`` on chip: all of them, if all are in the segment."""
+def onchip_producers(net: Network, name: str, inside: set[str], mixed: bool = False) -> tuple[str, ...]:
+    """The producers whose fmaps reach ``name`` on chip: all of them, if all are in the
+    segment; with ``mixed``, those in the segment whatever the others (read from DRAM)."""
     producers = net.producers(name)
     if producers and all(p in inside for p in producers):
         return tuple(producers)
-    return ()
+    return tuple(p for p in producers if p in inside) if mixed else ()
 
 
-def writes_dram(net: Network, name: str, inside: set[str]) -> bool:
-    """The output leaves the segment, is a network output, or is kept for training."""
+def dram_share(net: Network, name: str, forwarded: tuple[str, ...]) -> float:
+    """The share of ``name``'s input words that come from DRAM when ``forwarded``'s arrive on chip."""
+    if not forwarded:
+        return 1.0
+    words: dict[str, int] = {}
+    for e in net.in_edges(name):
+        shape = net.output_shape(e.src)
+        assert shape is not None
+        c = shape.c if e.channels is None else e.channels[1] - e.channels[0]
+        h = shape.h if e.rows is None else e.rows[1] - e.rows[0]
+        words[e.src] = words.get(e.src, 0) + c * h * shape.w
+    total = sum(words.values())
+    return sum(w for src, w in words.items() if src not in forwarded) / total if total else 0.0
+
+
+def writes_dram(net: Network, name: str, inside: set[str], mixed: bool = False) -> bool:
+    """The output leaves the segment, is a network output, or is kept for training
+    (``mixed``: as :func:`onchip_producers`)."""
     consumers = net.consumers(name)
     if not consumers or name in net.kept:
         return True
-    return any(c not in inside or not onchip_producers(net, c, inside) for c in consumers)
+    return any(c not in inside or name not in onchip_producers(net, c, inside, mixed) for c in consumers)
+
+
+def _mixed(net: Network, layers: tuple[str, ...]) -> bool:
+    """Some layer of the segment reads fmaps both from inside it and from outside."""
+    inside = set(layers)
+    return any(0 < len(onchip_producers(net, n, inside, True)) < len(net.producers(n)) for n in layers)
 
 
 def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, LayerPlacement]:
     """Where each layer of the segment runs and where its data come from and go
-    to. With ``inter.share_inputs``, layers that read the same fmaps from DRAM
-    (all their producers outside the segment, the same ones) fetch them once:
-    the first in the segment's order reads them and passes them on to the
-    others over the NoC."""
+    to. With ``inter.share_inputs``, fmaps are fetched from DRAM only where the
+    segment does not have them: layers that read the same fmaps from DRAM (all
+    their producers outside the segment, the same ones) fetch them once, the
+    first in the segment's order reading them and passing them on to the
+    others over the NoC; and a layer reading fmaps made in the segment and
+    others gets the first forwarded, the others from DRAM (else all from DRAM)."""
     inside = set(inter.layers)
+    mixed = inter.share_inputs
     out = {}
     for name, sharer in _input_sharers(net, inter.layers).items():
-        onchip = onchip_producers(net, name, inside)
+        onchip = onchip_producers(net, name, inside, mixed)
         sharer = sharer if inter.share_inputs else None
-        out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside),
-                                   net[name].has_weights and inter.pins_weights_of(name), sharer)
+        rest = dram_share(net, name, onchip) if onchip else 0.0
+        out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside, mixed),
+                                   net[name].has_weights and inter.pins_weights_of(name), sharer, rest)
     return out
 
 
@@ -155,7 +182,7 @@ def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
         sources = [inter.region_of(p) for p in place.forwarders]
         hops = sum(place.region.distance(s) for s in sources) / len(sources)
     return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
-                dram_hops=dram_distance(arch, place.region))
+                dram_hops=dram_distance(arch, place.region), ifm_share=1.0 - place.ifm_from_dram)
 
 
 def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:
@@ -242,7 +269,8 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
     # where layers read the same fmaps from DRAM, each scheme also with them fetched once
     # and passed on: the search chooses (waiting in the receivers' buffers, a piece of
     # them can cost more than it saves)
-    sharing = (False, True) if share_inputs and any(_input_sharers(net, plan.layers).values()) else (False,)
+    sharing = (False, True) if share_inputs and (any(_input_sharers(net, plan.layers).values())
+                                                 or _mixed(net, plan.layers)) else (False,)
     out = []
     for n, (slots, regions) in enumerate(layouts):
         tangram = None if pinned else tangram_pins(net, arch, plan.layers, slots, regions)
@@ -337,8 +365,10 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
         if feed.ifm_hops is None:
             dram += ifm
         else:
-            onchip_total += ifm
-            energy += ifm * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
+            forwarded = ifm * feed.ifm_share
+            dram += ifm - forwarded
+            onchip_total += forwarded
+            energy += forwarded * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
         if not feed.pinned:
             room = place.region.nodes * (node_buffer_words(arch, "wgt") - inter.pin_words(name, reserve)) / 2
             dram += wgt * (inter.groups if wgt > room else 1)

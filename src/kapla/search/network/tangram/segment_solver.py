@@ -165,7 +165,7 @@ class SegmentSolver:
         # scales traffic every scheme must move anyway, so layers of one shape
         # on equally placed regions share a solve.
         canonical = Feed(ifm_hops=None if feed.ifm_hops is None else 0.0, to_dram=feed.to_dram,
-                         pinned=feed.pinned, dram_hops=feed.dram_hops)
+                         pinned=feed.pinned, dram_hops=feed.dram_hops, ifm_share=feed.ifm_share)
         return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
     def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str) -> LayerScheme | None:
