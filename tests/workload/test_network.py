@@ -88,3 +88,22 @@ def test_unfed_port_is_an_error():
     a = Layer("a", Op.CONV, 3, 8, 8, 8)
     with pytest.raises(NetworkError, match="input port 'in' has no producer"):
         Network("n", 1, {"x": a.ifmap}, (a,), ())
+
+
+def test_the_share_of_a_layers_input_from_some_sources_counts_words_edge_by_edge():
+    """A concatenation of a 3-channel input and an 8-channel layer: their words, and a
+    channel slice of a producer counted as the slice; the LSTM's cell_cout_f half each."""
+    b = NetworkBuilder("n", batch=2)
+    x = b.input("x", 3, 4)
+    a = b.conv("a", x, 8, 3, pad=1)
+    b.conv("cat", [x, a], 4, 1)
+    net = b.build()
+    assert net.input_share("cat", ["a"]) == pytest.approx(8 / 11)
+    assert net.input_share("cat", ["x"]) == pytest.approx(3 / 11)
+    assert net.input_share("cat", ["x", "a"]) == 1.0 and net.input_share("cat", []) == 0.0
+    sliced = Network("s", 1, {"x": net.inputs["x"]}, (net["a"], Layer("u", Op.CONV, c=2, k=1, h=4, w=4)),
+                     (Edge("x", "a"), Edge("a", "u", channels=(0, 2))))
+    assert sliced.input_share("u", ["a"]) == 1.0
+    from kapla.workload.zoo import get_network
+
+    assert get_network("lstm_m", 64).input_share("cell_cout_f", ["cell_fgate"]) == 0.5

@@ -122,6 +122,20 @@ class Network:
             out.setdefault(e.src, []).append(e)
         return {k: tuple(v) for k, v in out.items()}
 
+    def input_share(self, name: str, sources: Iterable[str]) -> float:
+        """The share of ``name``'s input words (every edge into it, with its channel and
+        row slices) that come from ``sources`` (layers or network inputs)."""
+        sources = set(sources)
+        total = part = 0
+        for e in self.in_edges(name):
+            shape = self.output_shape(e.src)
+            assert shape is not None
+            c = shape.c if e.channels is None else e.channels[1] - e.channels[0]
+            h = shape.h if e.rows is None else e.rows[1] - e.rows[0]
+            total += c * h * shape.w
+            part += c * h * shape.w if e.src in sources else 0
+        return part / total if total else 0.0
+
     def output_shape(self, name: str) -> FmapShape | None:
         """Per-sample shape produced by a layer or network input."""
         if name in self.inputs:

@@ -45,7 +45,11 @@ def kapla_figures(run: NnDataflowRun, net: Network, arch: ArchSpec) -> ToolFigur
 def imported_layers(run: NnDataflowRun, net: Network, arch: ArchSpec) -> list[ImportedLayer]:
     """Each layer of ``run`` as kapla's directives and their cost on its nodes, in schedule order."""
     regions = layer_regions(run)
-    return [import_layer(net, run.batch, arch, name, s, regions[name]) for name, s in run.schedules.items()]
+    segments: dict[int, list[str]] = defaultdict(list)
+    for name, s in run.schedules.items():
+        segments[s.segment].append(name)
+    return [import_layer(net, run.batch, arch, name, s, regions[name], segments[s.segment])
+            for name, s in run.schedules.items()]
 
 
 def _figures(im: ImportedLayer, names: dict[str, str], static: float) -> Figures:

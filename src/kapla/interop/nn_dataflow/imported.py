@@ -17,6 +17,7 @@ so a difference in the rules is shown, never hidden.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
@@ -45,26 +46,35 @@ class ImportedLayer:
     notes: tuple[str, ...]
 
 
-def feed_of(schedule: LayerSchedule, has_weights: bool, dram_hops: float | None = None) -> Feed:
+def feed_of(schedule: LayerSchedule, has_weights: bool, dram_hops: float | None = None,
+            forwarded: float = 0.0) -> Feed:
     """Where nn_dataflow's scheme gets its data: DRAM or on chip (``dram_hops``: its
-    nodes' mean distance to the DRAM channels, None: the hardware's own)."""
+    nodes' mean distance to the DRAM channels, None: the hardware's own). ``forwarded``:
+    the share of its input words its producers in the same segment make; nn_dataflow
+    marks such an input as from DRAM when another part of it is, and reads only that
+    part from DRAM (an LSTM's ``cell_cout_f``: the cell's C, not its forget gate's output)."""
     src_dram, dst_dram = schedule.is_dram
     pinned = has_weights and schedule.access[0][FIL] == 0.0
-    if src_dram and dst_dram and not pinned and dram_hops is None:
+    if src_dram and not forwarded and dst_dram and not pinned and dram_hops is None:
         return FROM_DRAM
-    return Feed(ifm_hops=None if src_dram else FORWARD_HOPS, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops)
+    share = forwarded if src_dram else 1.0
+    return Feed(ifm_hops=FORWARD_HOPS if share else None, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops,
+                ifm_share=share or 1.0)
 
 
 def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule,
-                 region: AnyRegion | None = None) -> ImportedLayer:
+                 region: AnyRegion | None = None, segment: Iterable[str] = ()) -> ImportedLayer:
     """Layer ``name`` of ``net`` under nn_dataflow's scheme ``schedule``, on the nodes
-    ``region`` of the chip ``arch`` (None: the whole chip)."""
+    ``region`` of the chip ``arch`` (None: the whole chip); ``segment``: the layers of
+    its segment (whose outputs reach it on chip)."""
     layer = net[name]
     producers = net.producers(name)
     local = arch if region is None else region_arch(arch, region)
     directives = to_layer_scheme(layer, batch, NdfScheme.of(schedule), local.levels[0].array,
                                  local.levels[-2].array, ifm_name=producers[0] if producers else None)
-    feed = feed_of(schedule, layer.has_weights, None if region is None else dram_distance(arch, region))
+    inside = set(segment)
+    forwarded = net.input_share(name, [p for p in producers if p in inside and p != name])
+    feed = feed_of(schedule, layer.has_weights, None if region is None else dram_distance(arch, region), forwarded)
     checked = evaluate(directives, local, feed)
     cost = checked if checked.valid else evaluate(directives, local, feed, check=False, feed_rule=False)
     notes: tuple[str, ...] = ()

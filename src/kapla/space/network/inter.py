@@ -111,21 +111,6 @@ def onchip_producers(net: Network, name: str, inside: set[str], mixed: bool = Fa
     return tuple(p for p in producers if p in inside) if mixed else ()
 
 
-def dram_share(net: Network, name: str, forwarded: tuple[str, ...]) -> float:
-    """The share of ``name``'s input words that come from DRAM when ``forwarded``'s arrive on chip."""
-    if not forwarded:
-        return 1.0
-    words: dict[str, int] = {}
-    for e in net.in_edges(name):
-        shape = net.output_shape(e.src)
-        assert shape is not None
-        c = shape.c if e.channels is None else e.channels[1] - e.channels[0]
-        h = shape.h if e.rows is None else e.rows[1] - e.rows[0]
-        words[e.src] = words.get(e.src, 0) + c * h * shape.w
-    total = sum(words.values())
-    return sum(w for src, w in words.items() if src not in forwarded) / total if total else 0.0
-
-
 def writes_dram(net: Network, name: str, inside: set[str], mixed: bool = False) -> bool:
     """The output leaves the segment, is a network output, or is kept for training
     (``mixed``: as :func:`onchip_producers`)."""
@@ -155,7 +140,7 @@ def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, La
     for name, sharer in _input_sharers(net, inter.layers).items():
         onchip = onchip_producers(net, name, inside, mixed)
         sharer = sharer if inter.share_inputs else None
-        rest = dram_share(net, name, onchip) if onchip else 0.0
+        rest = 1.0 - net.input_share(name, onchip) if onchip else 0.0
         out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside, mixed),
                                    net[name].has_weights and inter.pins_weights_of(name), sharer, rest)
     return out
