@@ -52,3 +52,22 @@ def test_the_schema_rejects_a_broken_result(mangle):
     mangle(doc)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, result_schema())
+
+
+def test_a_round_model_schedule_is_described_and_checked():
+    """An atomic schedule's round-model figures, its batch in groups of samples included:
+    the schema holds them, and rejects a group count of 0 or a reuse ratio above 1."""
+    before = len(CHECKED)
+    result = CliRunner().invoke(app, ["schedule", str(Path(__file__).parents[1] / "examples" / "tiny_cnn.yaml"),
+                                      "--arch", "atomic", "--batch", "4", "--solver", "atomic", "--jobs", "1",
+                                      "-O", "max_atoms=40", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    doc = CHECKED[before]
+    assert doc["atomic"]["batch_groups"] == {"groups": 2, "samples": 2}
+    jsonschema.validate(doc, result_schema())
+    for mangle in (lambda d: d["atomic"]["batch_groups"].update(groups=0),
+                   lambda d: d["atomic"].update(reuse_ratio=1.5), lambda d: d["atomic"].pop("timeline")):
+        broken = json.loads(json.dumps(doc))
+        mangle(broken)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, result_schema())
