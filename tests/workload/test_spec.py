@@ -9,7 +9,7 @@ import yaml
 from kapla.errors import KaplaError, SpecError
 from kapla.workload.load import load_network
 from kapla.workload.network import NetworkBuilder
-from kapla.workload.spec import load_network_file, parse_network
+from kapla.workload.spec import load_network_file, network_spec, parse_network
 from kapla.workload.stats import network_stats
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "tiny_cnn.yaml"
@@ -147,3 +147,26 @@ def test_an_unknown_vector_mode_is_one_line():
     with pytest.raises(SpecError, match=r"net.yaml: layers\[0\] \('a'\).mode: mode must be one of "
                                         r"add, mul, unary, softmax"):
         parse_network(data, "net.yaml")
+
+
+@pytest.mark.parametrize("name", ["alexnet", "googlenet", "inception_v3", "resnet50", "mobilenet", "mlp_m", "lstm_m"])
+def test_a_network_written_as_a_file_reads_back_the_same(name, tmp_path):
+    """network_spec is parse_network's inverse for the layers a file can hold: the same
+    layers (concatenations, groups, padding, pooling modes), edges, inputs and batch."""
+    from kapla.workload.zoo import get_network
+
+    net = get_network(name, 3)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(network_spec(net), sort_keys=False))
+    back = load_network_file(path)
+    assert {layer.name: layer for layer in back} == {layer.name: layer for layer in net}
+    assert set(back.edges) == set(net.edges) and back.inputs == net.inputs and back.batch == 3
+
+
+def test_what_a_network_file_cannot_hold_is_one_error_naming_the_layer():
+    from kapla.workload.zoo import get_network
+
+    with pytest.raises(SpecError, match="layer 'l0.q'"):
+        network_spec(get_network("bert_base", 1))
+    with pytest.raises(SpecError, match="training network"):
+        network_spec(get_network("mlp_s", 1).to_training())

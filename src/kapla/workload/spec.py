@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from kapla.errors import NetworkError, SpecError
-from kapla.workload.layer import VECTOR_MODES
+from kapla.workload.layer import VECTOR_MODES, Op
 from kapla.workload.limits import MAX_SIZE
 from kapla.workload.network import Network, NetworkBuilder
 
@@ -275,3 +275,41 @@ def load_network_file(path: str | Path, batch: int | None = None) -> Network:
         problem = getattr(exc, "problem", None) or "syntax error"
         raise SpecError(f"{path}: malformed file{at}: {problem}") from None
     return parse_network(data, str(path), batch)
+
+
+def network_spec(net: Network) -> dict[str, Any]:
+    """``net`` as the contents of a network file, which :func:`parse_network` reads back
+    to the same layers and edges: convolutions (grouped and depthwise too), FC,
+    pooling and element-wise layers. One error naming the first layer the format
+    cannot hold (a product of two fmaps, a channel-wise scaling, an input that is a
+    slice of its producer) or a training network (write its inference network)."""
+    if net.training:
+        raise SpecError(f"network '{net.name}': a training network is not written; write its inference network")
+    layers: list[dict[str, Any]] = []
+    for layer in net:
+        where = f"network '{net.name}': layer '{layer.name}'"
+        edges = net.in_edges(layer.name)
+        if any(e.channels is not None or e.rows is not None or e.port != "in" for e in edges):
+            raise SpecError(f"{where}: reads a slice or a second operand, which a network file cannot say")
+        entry: dict[str, Any] = {"name": layer.name}
+        if layer.op == Op.CONV:
+            entry.update(type="conv", out_channels=layer.k, kernel=[layer.s, layer.r], stride=list(layer.stride),
+                         padding=list(layer.pad), dilation=list(layer.dilation), groups=layer.groups)
+        elif layer.op == Op.FC:
+            entry.update(type="fc", out_features=layer.k)
+        elif layer.op == Op.POOL:
+            entry.update(type="pool", kernel=[layer.s, layer.r], stride=list(layer.stride),
+                         padding=list(layer.pad), mode=layer.mode, ceil_mode=layer.ceil_mode)
+        elif layer.op == Op.ELTWISE and not layer.is_scale:
+            entry.update(type="eltwise", mode=layer.mode)
+        else:
+            raise SpecError(f"{where}: a {layer.op.value} layer of this kind is not written to network files yet")
+        # defaults left out: a file an older kapla reads too
+        for key, default in (("stride", [1, 1]), ("padding", [0, 0, 0, 0]), ("dilation", [1, 1]), ("groups", 1),
+                             ("ceil_mode", False)):
+            if entry.get(key, None) == default and not (key == "stride" and entry["type"] == "pool"):
+                del entry[key]
+        entry["inputs"] = [e.src for e in edges]
+        layers.append(entry)
+    inputs = {name: [shape.c, shape.h, shape.w] for name, shape in net.inputs.items()}
+    return {"name": net.name, "batch": net.batch, "inputs": inputs, "layers": layers}
