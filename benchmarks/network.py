@@ -300,16 +300,41 @@ for line in sys.stdin:
 """
 
 
-def _server(root: str):
+def _server(root: str, meta: str | None = None):
+    """A process serving cases with the kapla at ``root``; ``meta``: a folder for that
+    checkout's own package metadata (its plugins' entry points), where it is not the
+    installed one."""
     import os
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.path.join(root, "src")}
+    path = [os.path.join(root, "src")]
+    if meta is not None:
+        path.insert(0, _own_metadata(root, meta))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     proc = subprocess.Popen([sys.executable, "-c", _SERVER], cwd=root, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
+
+
+def _own_metadata(root: str, folder: str) -> str:
+    """A distribution record of the kapla checked out at ``root``, with the plugin entry
+    points its pyproject.toml declares, in ``folder`` (put first on the path, it stands
+    in for the installed kapla's record, whose entry points name this tree's modules)."""
+    import os
+    import tomllib
+
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    info = os.path.join(folder, "kapla-0+baseline.dist-info")
+    os.makedirs(info, exist_ok=True)
+    with open(os.path.join(info, "METADATA"), "w") as f:
+        f.write(f"Metadata-Version: 2.1\nName: kapla\nVersion: {project.get('version', '0')}\n")
+    with open(os.path.join(info, "entry_points.txt"), "w") as f:
+        for group, points in project.get("entry-points", {}).items():
+            f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n")
+    return folder
 
 
 def _ask(proc, case) -> dict:
@@ -342,7 +367,7 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
         base = os.path.join(tmp, "baseline")
         subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, ref], check=True,
                        capture_output=True)
-        old, new = _server(base), _server(here)
+        old, new = _server(base, os.path.join(tmp, "meta")), _server(here)
         workers = "default workers" if jobs is None else f"{jobs} job{'s' * (jobs > 1)}"
         table = Table(title=f"{solver} here against {ref}, {workers}: energy, wall time and peak memory per network")
         for col in ("arch", "batch", "mode", "network", f"{ref} mJ", "here mJ", "ratio", f"{ref} s", "here s",
