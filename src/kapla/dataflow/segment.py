@@ -149,9 +149,9 @@ class LayerPlacement:
     """How one layer of a segment is placed and fed.
 
     ``onchip_inputs`` are producers (in the same segment) whose fmaps arrive
-    over the NoC instead of from DRAM; ``ifm_from_dram`` the share of the
-    layer's input words it still reads from DRAM beside them (an fmap from
-    outside the segment; 0: every input forwarded); ``shares_input_of`` is a layer of the
+    over the NoC instead of from DRAM; ``ifm_share`` the share of the layer's
+    input words they bring (the rest, fmaps from outside the segment, read from
+    DRAM beside them; 1: every input forwarded); ``shares_input_of`` is a layer of the
     segment that reads the same fmaps from DRAM and passes them on over the
     NoC (siblings of a branch: the gates of an LSTM cell, an inception
     module's branches); ``to_dram`` says whether the output is
@@ -165,7 +165,7 @@ class LayerPlacement:
     to_dram: bool = True
     pinned: bool = False
     shares_input_of: str | None = None
-    ifm_from_dram: float = 0.0
+    ifm_share: float = 1.0
 
     @property
     def forwarders(self) -> tuple[str, ...]:

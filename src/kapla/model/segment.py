@@ -138,6 +138,18 @@ def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
 LayerCosts = MutableMapping[tuple[LayerScheme, AnyRegion, Feed], LayerCost]
 
 
+def placement_feed(place: LayerPlacement, region_of: Callable[[str], AnyRegion], arch: ArchSpec) -> Feed:
+    """Where ``place``'s layer gets its data and sends them (``region_of``: the region of a
+    layer of the segment): a forwarded input crosses the mean distance from its senders'
+    regions, the rest of its data the distance to the DRAM channels."""
+    hops = None
+    if place.forwarders:
+        sources = [region_of(p) for p in place.forwarders]
+        hops = sum(place.region.distance(src) for src in sources) / len(sources)
+    return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
+                dram_hops=dram_distance(arch, place.region), ifm_share=place.ifm_share)
+
+
 def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | None = None) -> SegmentCost:
     """Cost of ``segment`` on the whole chip ``arch``. A search costing many
     segments of one network on ``arch`` passes one ``memo`` to them all: a
@@ -148,12 +160,7 @@ def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | 
     for name in segment.layers:
         place = segment.placements[name]
         scheme = segment.schemes[name]
-        hops = None
-        if place.forwarders:
-            sources = [segment.placements[p].region for p in place.forwarders]
-            hops = sum(place.region.distance(src) for src in sources) / len(sources)
-        feed = Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
-                    dram_hops=dram_distance(arch, place.region), ifm_share=1.0 - place.ifm_from_dram)
+        feed = placement_feed(place, lambda p: segment.placements[p].region, arch)
         local = None
         key = (scheme, place.region, feed)
         cost = None if memo is None else memo.get(key)

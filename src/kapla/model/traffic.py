@@ -412,12 +412,11 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                 elif written:  # partial sums combined between nodes on their way out
                     hops[r] += np.maximum(flow(node_at) - parent_side, 0.0) / 2
             onchip = feed is not None and p == n and _stays_on_chip(kind, written, feed)
-            # of an input forwarded in part, the rest comes from DRAM as any input does
             share = 0.0  # of the words at the top, those on chip
-            if feed is not None and onchip:
-                share = feed.ifm_share if kind == Kind.IFM and not written else 1.0
             if onchip:
                 assert feed is not None
+                # of an input forwarded in part, the rest comes from DRAM as any input does
+                share = feed.ifm_share if kind == Kind.IFM and not written else 1.0
                 if not (kind == Kind.WGT and not written):  # pinned weights: nothing at the top
                     # read from (or left in) the node buffers, even where the scheme has the
                     # node level bypass them, once per word they serve together (as the data

@@ -132,8 +132,9 @@ class Network:
             assert shape is not None
             c = shape.c if e.channels is None else e.channels[1] - e.channels[0]
             h = shape.h if e.rows is None else e.rows[1] - e.rows[0]
-            total += c * h * shape.w
-            part += c * h * shape.w if e.src in sources else 0
+            words = c * h * shape.w
+            total += words
+            part += words if e.src in sources else 0
         return part / total if total else 0.0
 
     def output_shape(self, name: str) -> FmapShape | None:

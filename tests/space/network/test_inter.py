@@ -209,7 +209,7 @@ def test_a_layer_with_a_producer_outside_the_segment_takes_the_rest_from_dram():
                  == (alone.slots, alone.regions, alone.groups, alone.pinned))
     places = placements(net, MULTINODE, mixed)
     assert places["cell_cout_f"].forwarders == ("cell_fgate",) and not places["cell_fgate"].to_dram
-    assert places["cell_cout_f"].ifm_from_dram == 0.5
+    assert places["cell_cout_f"].ifm_share == 0.5
     feed = feed_of(mixed, places["cell_cout_f"], MULTINODE)
     assert feed.ifm_hops is not None and feed.ifm_share == 0.5
     fetched = estimate(net, MULTINODE, mixed, 0)

@@ -57,9 +57,13 @@ def feed_of(schedule: LayerSchedule, has_weights: bool, dram_hops: float | None 
     pinned = has_weights and schedule.access[0][FIL] == 0.0
     if src_dram and not forwarded and dst_dram and not pinned and dram_hops is None:
         return FROM_DRAM
-    share = forwarded if src_dram else 1.0
-    return Feed(ifm_hops=FORWARD_HOPS if share else None, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops,
-                ifm_share=share or 1.0)
+    if not src_dram:  # all of it forwarded
+        hops, share = FORWARD_HOPS, 1.0
+    elif forwarded:  # its segment's part forwarded, the rest from DRAM
+        hops, share = FORWARD_HOPS, forwarded
+    else:
+        hops, share = None, 1.0
+    return Feed(ifm_hops=hops, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops, ifm_share=share)
 
 
 def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule,

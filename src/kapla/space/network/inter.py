@@ -34,11 +34,11 @@ from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
 from kapla.model.segment import (
     SegmentCost,
-    dram_distance,
     forwarded_words,
     input_words,
     output_words,
     pipeline_time,
+    placement_feed,
 )
 from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
 from kapla.workload.layer import Layer
@@ -140,9 +140,9 @@ def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, La
     for name, sharer in _input_sharers(net, inter.layers).items():
         onchip = onchip_producers(net, name, inside, mixed)
         sharer = sharer if inter.share_inputs else None
-        rest = 1.0 - net.input_share(name, onchip) if onchip else 0.0
+        share = net.input_share(name, onchip) if onchip else 1.0
         out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside, mixed),
-                                   net[name].has_weights and inter.pins_weights_of(name), sharer, rest)
+                                   net[name].has_weights and inter.pins_weights_of(name), sharer, share)
     return out
 
 
@@ -162,12 +162,7 @@ def _input_sharers(net: Network, layers: tuple[str, ...]) -> dict[str, str | Non
 
 
 def feed_of(inter: InterScheme, place: LayerPlacement, arch: ArchSpec) -> Feed:
-    hops = None
-    if place.forwarders:
-        sources = [inter.region_of(p) for p in place.forwarders]
-        hops = sum(place.region.distance(s) for s in sources) / len(sources)
-    return Feed(ifm_hops=hops, to_dram=place.to_dram, pinned=place.pinned,
-                dram_hops=dram_distance(arch, place.region), ifm_share=1.0 - place.ifm_from_dram)
+    return placement_feed(place, inter.region_of, arch)
 
 
 def outer_batch(scheme: LayerScheme, layer: Layer, groups: int, ifm_name: str | None) -> LayerScheme:

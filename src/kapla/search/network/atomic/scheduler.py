@@ -542,8 +542,8 @@ def _result(net: Network, arch: ArchSpec, specs: list[AtomSpec], atoms: list[Ato
         energy[part] = energy.get(part, 0.0) + runs * timeline.energy.get({"NoC": "NoC", "DRAM": "DRAM",
                                                                              STATIC: "static"}[part], 0.0)
     valid = timeline.valid and all(r.cost.validity.ok for r in results)
-    ran_on = {name: (r, engine) for r, runs in enumerate(placed) for name, engine in
-              ((atoms[i].name, e) for i, e in runs)}
+    ran_on = {name: (r, engine) for r, ran in enumerate(placed) for name, engine in
+              ((atoms[i].name, e) for i, e in ran)}
     seconds_per_sample = timeline.cycles * arch.cycle_s / max(net.batch, 1)
     batch = net.batch * runs
     extra = {
