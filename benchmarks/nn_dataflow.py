@@ -24,6 +24,7 @@ from pathlib import Path
 
 import kapla
 from kapla.arch.loader import load_preset
+from kapla.errors import KaplaError
 from kapla.interop.nn_dataflow import import_schedule
 from kapla.interop.nn_dataflow.evaluate import kapla_figures
 from kapla.interop.nn_dataflow.hardware import arch_from_run
@@ -59,7 +60,10 @@ def main(argv: list[str] | None = None) -> None:
     paths = [Path(p) for p in args.runs] or [DATA / name for name in CASES]
     runs = [("multinode_nndataflow", solver) for solver in args.solvers.split(",")] + [("multinode", "kapla")]
     # the run's options (buffer sharing, inter-layer pipelining) come with its hardware (arch_from_run)
-    imported = {path.name: import_schedule(path) for path in paths}
+    try:
+        imported = {path.name: import_schedule(path) for path in paths}
+    except KaplaError as exc:
+        raise SystemExit(f"error: {exc}") from None
     print("## 1. nn_dataflow's schedule evaluated by kapla (multinode_nndataflow)\n")
     print("| run | figure | kapla | nn_dataflow | ratio |\n|---|---|---|---|---|")
     for res in imported.values():
