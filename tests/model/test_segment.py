@@ -12,7 +12,7 @@ from kapla.dataflow.examples import kapla_example as paper_example
 from kapla.dataflow.segment import LayerPlacement, Region, SegmentScheme
 from kapla.model import evaluate
 from kapla.model.evaluate import Feed
-from kapla.model.segment import dram_distance, evaluate_segment, pipeline_time
+from kapla.model.segment import SegmentMemo, dram_distance, evaluate_segment, pipeline_time
 
 ARCH = load_arch("multinode")
 CONV_REGION = Region((0, 0), (4, 16))
@@ -52,6 +52,27 @@ def test_forwarded_input_pays_hops_between_region_centres():
     top_reads = evaluate(dw, local).accesses["DRAM"]["conv"]
     assert far.noc_hops - near.noc_hops == pytest.approx(8.0 * top_reads)
     assert words > 0
+
+
+def test_a_memo_costs_a_layer_of_the_same_shape_once_and_names_each_cost_after_its_own_layer():
+    from dataclasses import replace
+
+    one = segment(forward=False)
+    # the same segment with every layer renamed: what a repeated block of a deep network gives
+    names = {"conv": "conv_b", "dwconv": "dwconv_b"}
+    renamed = SegmentScheme(
+        tuple(tuple(names[n] for n in slot) for slot in one.slots),
+        {names[n]: replace(p, layer=names[n]) for n, p in one.placements.items()},
+        {names[n]: replace(s, layer=replace(s.layer, name=names[n])) for n, s in one.schemes.items()},
+        one.groups)
+    memo = SegmentMemo()
+    first = evaluate_segment(one, ARCH, memo)
+    costed = len(memo.costs)
+    second = evaluate_segment(renamed, ARCH, memo)
+    assert costed == 2 and len(memo.costs) == 2  # the renamed layers were not evaluated again
+    assert second == evaluate_segment(renamed, ARCH)  # and cost what they cost alone, under their own names
+    assert {c.layer for c in second.layers.values()} == {"conv_b", "dwconv_b"}
+    assert second.total_energy == first.total_energy
 
 
 def test_pipelined_slots_overlap_by_their_groups():

@@ -24,12 +24,12 @@ of that level, each holding ``1/shr`` of the block.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from kapla.dataflow.tensors import DIMS, Kind, TensorRole, layer_dims, tensor_roles
-from kapla.workload.layer import Layer
+from kapla.workload.layer import Layer, shape_key
 
 
 def _freeze(mapping: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
@@ -171,3 +171,10 @@ class LayerScheme:
     @property
     def total_parallelism(self) -> int:
         return math.prod(lvl.parallelism for lvl in self.levels)
+
+
+def dataflow_key(scheme: LayerScheme) -> Hashable:
+    """The scheme without its layer's identity (what it compares equal by, but
+    for the layer's name and its input's): a layer solve's scheme before it is
+    renamed for the layer that uses it; equal keys cost the same."""
+    return (shape_key(scheme.layer), scheme.batch, scheme.unit, scheme.levels)

@@ -26,11 +26,12 @@ own blocks there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, SegmentScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
@@ -49,6 +50,7 @@ class SegmentCost(CostTotals):
     time: float = 0.0
 
 
+@lru_cache(maxsize=1 << 14)  # a network search asks for each layer's or region's many times
 def dram_distance(arch: ArchSpec, region: AnyRegion) -> float:
     """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM channel."""
     if isinstance(region, Region):
@@ -75,6 +77,7 @@ def block_arch(arch: ArchSpec, shape: tuple[int, int]) -> ArchSpec:
     return arch.with_node_block(*shape)
 
 
+@lru_cache(maxsize=1 << 14)  # a network search asks for each layer's or region's many times
 def output_words(layer: Layer, batch: int) -> int:
     """Words of the fmap ``layer`` writes, over the whole ``batch``."""
     dims = layer_dims(layer, batch)
@@ -106,6 +109,7 @@ def pipeline_time(slots: Sequence[Sequence[str]], times: Mapping[str, float],
     return max(free, default=0.0)
 
 
+@lru_cache(maxsize=1 << 14)  # a network search asks for each layer's or region's many times
 def input_words(layer: Layer, batch: int) -> int:
     """Words of the fmaps ``layer`` reads, over the whole ``batch``."""
     dims = layer_dims(layer, batch)
@@ -134,8 +138,51 @@ def _free_words(scheme: LayerScheme, arch: ArchSpec, node: int) -> int:
     return capacity - -(-used_bits // hw.bits[Kind.IFM])
 
 
-#: Layer costs already worked out, by what they depend on: the scheme, its region and its feed.
-LayerCosts = MutableMapping[tuple[LayerScheme, AnyRegion, Feed], LayerCost]
+@dataclass
+class SegmentMemo:
+    """What costing many segments of one network on one chip works out again and
+    again, each worked out once (one per search): a layer's cost by its scheme
+    without the layer's identity, its region and its feed (identical layers of a
+    deep network, in their segments or in several variants of one, cost the
+    same), the words its blocks leave in a node buffer, and each region's
+    hardware block."""
+
+    #: a layer's cost and the names of its tensors, by its scheme without its identity, its region and feed
+    costs: dict[tuple[Hashable, AnyRegion, Feed], tuple[LayerCost, tuple[str, ...]]] = field(default_factory=dict)
+    free: dict[tuple[Hashable, AnyRegion], int] = field(default_factory=dict)
+    archs: dict[AnyRegion, ArchSpec] = field(default_factory=dict)
+
+    def region_arch(self, arch: ArchSpec, region: AnyRegion) -> ArchSpec:
+        local = self.archs.get(region)
+        if local is None:
+            local = self.archs[region] = region_arch(arch, region)
+        return local
+
+    def cost(self, scheme: LayerScheme, arch: ArchSpec, region: AnyRegion, feed: Feed) -> LayerCost:
+        key = (dataflow_key(scheme), region, feed)
+        names = tuple(r.name for r in tensor_roles(scheme.layer, scheme.ifm_name))
+        known = self.costs.get(key)
+        if known is not None:
+            cost, was = known
+            if was == names:
+                return cost if cost.layer == scheme.layer.name else replace(cost, layer=scheme.layer.name)
+            if len(set(was)) == len(set(names)) == len(names):
+                # tensors are named after the layer and its producers: the same accesses under this layer's names
+                rename = dict(zip(was, names, strict=True))
+                return replace(cost, layer=scheme.layer.name,
+                               accesses={level: {rename[t]: words for t, words in per.items()}
+                                         for level, per in cost.accesses.items()})
+        cost = evaluate(scheme, self.region_arch(arch, region), feed)
+        if cost.valid:  # an invalid cost's reasons name its layer: not shared
+            self.costs[key] = (cost, names)
+        return cost
+
+    def free_words(self, scheme: LayerScheme, arch: ArchSpec, region: AnyRegion, node: int) -> int:
+        key = (dataflow_key(scheme), region)
+        free = self.free.get(key)
+        if free is None:
+            free = self.free[key] = _free_words(scheme, self.region_arch(arch, region), node)
+        return free
 
 
 def placement_feed(place: LayerPlacement, region_of: Callable[[str], AnyRegion], arch: ArchSpec) -> Feed:
@@ -150,33 +197,25 @@ def placement_feed(place: LayerPlacement, region_of: Callable[[str], AnyRegion],
                 dram_hops=dram_distance(arch, place.region), ifm_share=place.ifm_share)
 
 
-def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: LayerCosts | None = None) -> SegmentCost:
+def evaluate_segment(segment: SegmentScheme, arch: ArchSpec, memo: SegmentMemo | None = None) -> SegmentCost:
     """Cost of ``segment`` on the whole chip ``arch``. A search costing many
     segments of one network on ``arch`` passes one ``memo`` to them all: a
-    layer placed and fed alike in several (another segment, or a variant of
-    this one with other schemes for its other layers) is evaluated once."""
+    layer placed and fed alike in several (another segment, a variant of this
+    one with other schemes for its other layers, or a layer of the same shape
+    elsewhere in the network) is evaluated once."""
+    memo = SegmentMemo() if memo is None else memo
     costs: dict[str, LayerCost] = {}
     reasons: list[str] = []
+    node = node_level(arch)
     for name in segment.layers:
         place = segment.placements[name]
         scheme = segment.schemes[name]
         feed = placement_feed(place, lambda p: segment.placements[p].region, arch)
-        local = None
-        key = (scheme, place.region, feed)
-        cost = None if memo is None else memo.get(key)
-        if cost is None:
-            local = region_arch(arch, place.region)
-            cost = evaluate(scheme, local, feed)
-            if memo is not None:
-                memo[key] = cost
-        costs[name] = cost
+        cost = costs[name] = memo.cost(scheme, arch, place.region, feed)
         reasons.extend(cost.validity.reasons)
-        node = node_level(arch)
         if place.forwarders and cost.valid and node is not None:
-            if local is None:
-                local = region_arch(arch, place.region)
             piece = forwarded_words(place, lambda n: segment.schemes[n].layer, scheme.batch) / segment.groups
-            free = _free_words(scheme, local, node) * place.region.nodes
+            free = memo.free_words(scheme, arch, place.region, node) * place.region.nodes
             if piece > free:
                 reasons.append(f"{name}: a forwarded piece of {piece:,.0f} words does not fit the "
                                f"{free:,} words of {arch.levels[node].name} left in its region")

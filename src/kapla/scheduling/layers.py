@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from kapla.arch.spec import ArchSpec
-from kapla.dataflow.directives import LayerScheme
+from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
 from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
-from kapla.space.problem import shape_key
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
 
@@ -202,11 +201,6 @@ class LayerService:
         if problem is not None:
             for objective, one in zip(objectives, answers, strict=True):
                 self.answers[(problem, objective)] = one
-
-
-def dataflow_key(scheme: LayerScheme) -> Hashable:
-    """A scheme without its layer's identity: a layer solve's scheme, renamed for the layer that uses it."""
-    return replace(scheme, layer=shape_key(scheme.layer), ifm_name=None)
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:

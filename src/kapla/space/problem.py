@@ -14,7 +14,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.errors import KaplaError
 from kapla.model.feed import FROM_DRAM, Feed
 from kapla.model.objective import OBJECTIVES, objective_of
-from kapla.workload.layer import Layer
+from kapla.workload.layer import Layer, shape_key
 
 
 class NoSchemeError(KaplaError):
@@ -46,11 +46,6 @@ class Problem:
     def key(self) -> Problem:
         """The problem without the layer's identity: equal keys need equal schemes."""
         return replace(self, layer=shape_key(self.layer), ifm_name=None)
-
-
-def shape_key(layer: Layer) -> Layer:
-    """The layer with its identity removed: equal keys need equal schemes (a solver cache key)."""
-    return replace(layer, name="_", forward=None)
 
 
 def check_objective(objective: str) -> str:

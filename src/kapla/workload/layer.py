@@ -62,6 +62,7 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from kapla.errors import NetworkError
 from kapla.workload.limits import MAX_SIZE
@@ -486,3 +487,10 @@ class Layer:
         if self.phase != Phase.FWD:
             text = f"{self.phase} of {self.forward}: " + text
         return text
+
+
+@lru_cache(maxsize=1 << 14)  # a network search keys its layer solves and costs by it, many times a layer
+def shape_key(layer: Layer) -> Layer:
+    """The layer with its identity removed: equal keys need equal schemes and costs
+    (the key of a layer solve, and of a layer's cost in a segment)."""
+    return replace(layer, name="_", forward=None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -92,6 +93,7 @@ class InterScheme:
 
 # ---------------------------------------------------------------- data flow of a segment
 
+@lru_cache(maxsize=1 << 14)  # a network search asks for each layer's many times
 def _words(layer: Layer, batch: int, kind: Kind, written: bool | None = None) -> int:
     dims = layer_dims(layer, batch)
     return sum(footprint(r.kind, dims, layer) * r.copies for r in tensor_roles(layer)

@@ -26,6 +26,6 @@ def test_segments_costed_with_shared_layer_costs_cost_what_each_alone_costs():
             found.append((segment, cost))
             layers += len(segment.layers)
     assert len(found) > 10 and any(len(segment.layers) > 2 for segment, _ in found)
-    assert len(solver.costs) < layers  # layers placed and fed alike were costed once
+    assert len(solver.memo.costs) < layers  # layers placed and fed alike were costed once
     for segment, cost in found:
         assert evaluate_segment(segment, arch) == cost

@@ -155,18 +155,41 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[
     return _chains(order, options, lambda candidates: sorted(candidates, key=lambda c: rank(c.cost))[:k])
 
 
-def _chains(order: list[str], options: Options, keep: Callable[[list[_Chain]], list[_Chain]]) -> list[_Chain]:
+class _Partial:
+    """A chain being grown by the DP: its summed cost, its last step and the
+    chain before it (so growing a chain by a step does not copy its steps:
+    a deep network's chains are hundreds of steps long). Made by the million: a
+    plain class with slots."""
+
+    __slots__ = ("cost", "step", "prev")
+
+    def __init__(self, cost: Cost, step: Step | None = None, prev: _Partial | None = None) -> None:
+        self.cost = cost
+        self.step = step
+        self.prev = prev
+
+    def chain(self) -> _Chain:
+        steps = []
+        node: _Partial | None = self
+        while node is not None and node.step is not None:
+            steps.append(node.step)
+            node = node.prev
+        return _Chain(self.cost, tuple(reversed(steps)))
+
+
+def _chains(order: list[str], options: Options, keep: Callable[[list[_Partial]], list[_Partial]]) -> list[_Chain]:
     """Dynamic programming over the layers: the chains covering layers
-    ``0..j`` that ``keep`` keeps of every prefix kept and segment ending at
-    ``j``; the chains kept for the whole network."""
-    best: list[list[_Chain]] = [[] for _ in order]
+    ``0..j`` that ``keep`` keeps (judging them by their cost) of every prefix
+    kept and segment ending at ``j``; the chains kept for the whole network."""
+    best: list[list[_Partial]] = [[] for _ in order]
+    empty = [_Partial((0.0, 0.0))]
     for j in range(len(order)):
-        candidates: list[_Chain] = []
+        candidates: list[_Partial] = []
         for start, step, value in options.get(j, ()):
-            prefixes = best[start - 1] if start > 0 else [_Chain((0.0, 0.0), ())]
-            candidates.extend(_Chain(_add(p.cost, value), p.steps + (step,)) for p in prefixes)
+            prefixes = best[start - 1] if start > 0 else empty
+            candidates.extend(_Partial(_add(p.cost, value), step, p) for p in prefixes)
         best[j] = keep(candidates)
-    return best[-1] if order else []
+    return [p.chain() for p in best[-1]] if order else []
 
 
 def _ranks(around: Cost | None) -> tuple[Rank, ...]:
@@ -195,9 +218,9 @@ def _front_chains(order: list[str], options: Options) -> list[_Chain]:
     return _chains(order, options, _front)
 
 
-def _front(chains: list[_Chain]) -> list[_Chain]:
+def _front(chains: list[_Partial]) -> list[_Partial]:
     """The chains not dominated in (energy, time); of equal costs, the first."""
-    front: list[_Chain] = []
+    front: list[_Partial] = []
     for chain in sorted(chains, key=lambda c: c.cost):  # stable: equal costs keep their order
         if not front or chain.cost[1] < front[-1].cost[1]:
             front.append(chain)

@@ -23,11 +23,10 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
-from kapla.model.segment import LayerCosts, SegmentCost, block_arch, evaluate_segment, forwarded_words
+from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
 from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
-from kapla.space.problem import shape_key
-from kapla.workload.layer import Layer
+from kapla.workload.layer import Layer, shape_key
 from kapla.workload.network import Network
 
 
@@ -67,15 +66,19 @@ class SegmentSolver:
     objectives: tuple[str, ...]
     reserve: int = 0
     cache: dict[tuple[InterScheme, str], Found | None] = field(default_factory=dict)
-    #: layer costs by scheme, region and feed: the segments share them (:func:`evaluate_segment`)
-    costs: LayerCosts = field(default_factory=dict)
+    #: what costing the segments works out once for them all (:func:`evaluate_segment`)
+    memo: SegmentMemo = field(default_factory=SegmentMemo)
+    _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
+    _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
+    #: a layer's scheme in its segments, by its solve, objective, name and batch groups
+    _schemes: dict[tuple[LayerKey, str, str, int], LayerScheme | None] = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
         valid scheme."""
         if (inter, objective) in self.cache:
             return self.cache[(inter, objective)]
-        places = placements(self.net, self.arch, inter)
+        places = self.placements(inter)
         schemes = {}
         found = None
         for name in inter.layers:
@@ -87,7 +90,7 @@ class SegmentSolver:
             found = self._same(inter, schemes)
             if found is None:
                 segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
-                cost = evaluate_segment(segment, self.arch, self.costs)
+                cost = evaluate_segment(segment, self.arch, self.memo)
                 found = (segment, cost) if cost.valid else None
         self.cache[(inter, objective)] = found
         return found
@@ -123,7 +126,7 @@ class SegmentSolver:
         for inter in inters:
             if self.is_solved(inter):
                 continue
-            for place in placements(self.net, self.arch, inter).values():
+            for place in self.placements(inter).values():
                 key = self._key(inter, place)
                 if key not in jobs:
                     missing = self._missing(key)
@@ -134,7 +137,14 @@ class SegmentSolver:
     def solved(self, inter: InterScheme) -> bool:
         """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
         return self.is_solved(inter) or all(not self._missing(self._key(inter, place))
-                                            for place in placements(self.net, self.arch, inter).values())
+                                            for place in self.placements(inter).values())
+
+    def placements(self, inter: InterScheme) -> dict[str, LayerPlacement]:
+        """Where the scheme's layers run and where their data come from and go to (worked out once)."""
+        places = self._places.get(inter)
+        if places is None:
+            places = self._places[inter] = placements(self.net, self.arch, inter)
+        return places
 
     def layers_solved(self) -> int:
         """Layer solves done (each layer once, whatever the objectives)."""
@@ -148,7 +158,13 @@ class SegmentSolver:
         return tuple(objective for objective in self.objectives if not self.layers.known(key, objective))
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
-        """What the layer's scheme depends on in this segment."""
+        """What the layer's scheme depends on in this segment (worked out once)."""
+        key = self._keys.get((inter, place.layer))
+        if key is None:
+            key = self._keys[(inter, place.layer)] = self._make_key(inter, place)
+        return key
+
+    def _make_key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         layer = self.net[place.layer]
         feed = feed_of(inter, place, self.arch)
         # Buffer space that is not the layer's: its share of the pinned weights,
@@ -169,12 +185,14 @@ class SegmentSolver:
         return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
     def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str) -> LayerScheme | None:
-        layer = self.net[place.layer]
         key = self._key(inter, place)
+        mine = (key, objective, place.layer, inter.groups)
+        if mine in self._schemes:
+            return self._schemes[mine]
         missing = self._missing(key)
         if objective in missing:
             self.layers.solve({key: (key.problem(self.arch, objective), missing)})
         generic = self.layers.get(key, objective)
-        if generic is None:
-            return None
-        return scheme_in_segment(self.net, layer.name, generic, inter.groups)
+        scheme = None if generic is None else scheme_in_segment(self.net, place.layer, generic, inter.groups)
+        self._schemes[mine] = scheme
+        return scheme
