@@ -26,7 +26,7 @@ import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
@@ -150,21 +150,44 @@ class FrameEvaluator:
     """Blockings of one frame as the cost model's nests, and their costs."""
 
     def __init__(self, frame: Frame, arch: ArchSpec | Hardware) -> None:
+        # a search builds one per frame and uses few of them past merged model calls: the
+        # arrays the other methods need are built when first asked for
         self.frame = frame
         self.hw = arch if isinstance(arch, Hardware) else hardware(arch)
         self.levels = len(frame.spatial)
         self.mu = np.array([dict(frame.spatial[0].unit).get(d, 1) for d in DIMS], dtype=np.int64)
         self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
         self.shr = {k: np.int64(n) for k, n in frame.shr}
-        self.spatial = [self._stack_factors(sp.stacks) for sp in frame.spatial]
-        # per level, its stacks' dims, rows and columns of units, as ``(1, S)`` rows
-        self._stack_rows = [(_one_row([DIM_INDEX[s.dim] for s in sp.stacks]), _one_row([s.rows for s in sp.stacks]),
-                             _one_row([s.cols for s in sp.stacks])) for sp in frame.spatial]
-        self._inner_dims = _one_row([d for d, _ in self.inner])
-        self._inner_counts = _one_row([c for _, c in self.inner])
-        full = layer_dims(frame.layer, frame.batch)
-        self._full = np.array([full[d] for d in DIMS], dtype=np.int64)
-        self._roles = tensor_roles(frame.layer)
+        # per level, its stacks' dims, rows and columns as lists, for :func:`merged_nests`
+        self.stack_lists = [([DIM_INDEX[s.dim] for s in sp.stacks], [s.rows for s in sp.stacks],
+                             [s.cols for s in sp.stacks]) for sp in frame.spatial]
+
+    @cached_property
+    def spatial(self) -> list[np.ndarray]:
+        """Per level, ``(8,)`` product of its stack counts per dimension."""
+        return [self._stack_factors(sp.stacks) for sp in self.frame.spatial]
+
+    @cached_property
+    def _stack_rows(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per level, its stacks' dims, rows and columns of units, as ``(1, S)`` rows."""
+        return [tuple(_one_row(x) for x in lists) for lists in self.stack_lists]  # type: ignore[misc]
+
+    @cached_property
+    def _inner_dims(self) -> np.ndarray:
+        return _one_row([d for d, _ in self.inner])
+
+    @cached_property
+    def _inner_counts(self) -> np.ndarray:
+        return _one_row([c for _, c in self.inner])
+
+    @cached_property
+    def _full(self) -> np.ndarray:
+        full = layer_dims(self.frame.layer, self.frame.batch)
+        return np.array([full[d] for d in DIMS], dtype=np.int64)
+
+    @cached_property
+    def _roles(self) -> tuple[TensorRole, ...]:
+        return tensor_roles(self.frame.layer)
 
     @cached_property
     def nests_probe(self) -> Nests:
@@ -296,37 +319,78 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
     one per frame; model calls cost a fixed overhead each): per merged nests,
     the part each slice of its candidates comes from. Frames with fewer stacks
     or loops at a level are padded with stacks and loops of count 1, and a
-    kind a frame does not share gets a sharing factor of 1: neither changes a cost."""
+    kind a frame does not share gets a sharing factor of 1: neither changes a cost.
+    The merged arrays are those of the frames' own :meth:`FrameEvaluator.nests`
+    padded and stacked, built for all frames at once (the frames are many, their
+    blockings often few: per-frame arrays would cost a numpy call each)."""
     groups: dict[tuple, list[int]] = {}
     for i, (ev, _) in enumerate(parts):
         # frames of another layer, batch or depth never share a batch
         groups.setdefault((ev.frame.layer, ev.frame.batch, ev.levels), []).append(i)
     for members in groups.values():
-        nests = [parts[i][0].nests(parts[i][1]) for i in members]
-        first = nests[0]
-        levels = len(first.stacks)
-        offsets = np.cumsum([0] + [n.unit.shape[0] for n in nests])
-        stacks = []
-        for lvl in range(levels):
-            width = max(n.stacks[lvl].dims.shape[1] for n in nests)
-            stacks.append(Stacks(*(np.concatenate([_pad(getattr(n.stacks[lvl], f), width, fill) for n in nests])
-                                   for f, fill in (("dims", 0), ("rows", 1), ("cols", 1)))))
-        updates = []
-        for lvl in range(levels):
-            width = max(n.updates[lvl].dims.shape[1] for n in nests)
-            updates.append(Loops(np.concatenate([_pad(n.updates[lvl].dims, width, 0) for n in nests]),
-                                 np.concatenate([_pad(n.updates[lvl].counts, width, 1) for n in nests])))
-        shr = []
-        for lvl in range(levels):
-            kinds = sorted({k for n in nests for k in n.shr[lvl]})
-            shr.append({k: np.concatenate([n.shr[lvl].get(k, np.ones(n.unit.shape[0], np.int64)) for n in nests])
-                        for k in kinds})
-        merged = Nests(first.layer, first.batch, np.concatenate([n.unit for n in nests]), tuple(stacks),
-                       tuple(updates), tuple(shr),
-                       np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
-                       level_names=first.level_names)
-        starts = np.cumsum([0] + [len(n.rows) for n in nests])
+        evs = [parts[i][0] for i in members]
+        bs = [parts[i][1] for i in members]
+        merged = _merge(evs, bs)
+        starts = np.cumsum([0] + [len(b.rows) for b in bs])
         yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
+
+
+def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
+    """The nests of frames ``evs`` (one layer, batch and depth) with blockings ``bs``, as one."""
+    first = evs[0]
+    levels = first.levels
+    combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
+    cands = np.array([b.rows.shape[0] for b in bs], dtype=np.int64)
+    offsets = np.cumsum(combos) - combos
+    rows = np.concatenate([b.rows for b in bs]) + np.repeat(offsets, cands)
+    unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
+    stacks = []
+    for lvl in range(levels):
+        lists = [ev.stack_lists[lvl] for ev in evs]
+        width = max(len(dims) for dims, _, _ in lists)
+        stacks.append(Stacks(*(np.repeat(_padded_rows([x[f] for x in lists], width, fill), combos, axis=0)
+                               for f, fill in ((0, 0), (1, 1), (2, 1)))))
+    # per candidate, the dims of the frame that loop (the others loop once at every level)
+    looping = np.repeat(np.stack([ev._looping_mask for ev in evs]), cands, axis=0)
+    updates = []
+    for lvl in range(levels):
+        orders = np.concatenate([b.orders[lvl] for b in bs])
+        counts = np.take_along_axis(np.concatenate([b.counts[lvl] for b in bs])[rows], orders, axis=1)
+        keep = np.take_along_axis(looping, orders, axis=1)
+        width = max(len(ev.frame.dims) + (len(ev.inner) if lvl == 0 else 0) for ev in evs)
+        if lvl == 0 and any(ev.inner for ev in evs):
+            inner = [ev.inner for ev in evs]
+            most = max(len(x) for x in inner)
+            orders = np.concatenate([orders, np.repeat(_padded_rows([[d for d, _ in x] for x in inner], most, 0),
+                                                       cands, axis=0)], axis=1)
+            counts = np.concatenate([counts, np.repeat(_padded_rows([[c for _, c in x] for x in inner], most, 1),
+                                                       cands, axis=0)], axis=1)
+            keep = np.concatenate([keep, np.repeat(_padded_rows([[True] * len(x) for x in inner], most, False),
+                                                   cands, axis=0)], axis=1)
+        updates.append(_kept_last(orders, counts, keep, width))
+    shr = []
+    for lvl in range(levels):
+        shared = [ev.shr if lvl == ev.levels - 1 else {} for ev in evs]
+        kinds = sorted({k for s in shared for k in s})
+        shr.append({k: np.repeat(np.array([s.get(k, 1) for s in shared], dtype=np.int64), combos) for k in kinds})
+    return Nests(first.frame.layer, first.frame.batch, unit, tuple(stacks), tuple(updates), tuple(shr), rows,
+                 level_names=first.frame.levels)
+
+
+def _padded_rows(values: Sequence[Sequence], width: int, fill) -> np.ndarray:
+    """Rows of ``values`` each padded in front to ``width`` with ``fill``, ``(len(values), width)``."""
+    dtype = bool if isinstance(fill, bool) else np.int64
+    return np.array([[fill] * (width - len(v)) + list(v) for v in values], dtype=dtype).reshape(len(values), width)
+
+
+def _kept_last(dims: np.ndarray, counts: np.ndarray, keep: np.ndarray, width: int) -> Loops:
+    """The loop columns ``keep`` marks (at most ``width`` per row), in order,
+    padded in front with loops of count 1 over dim 0, ``(M, width)``."""
+    # a stable sort by the mark moves the columns kept to the back, in order
+    at = np.argsort(keep, axis=1, kind="stable")[:, keep.shape[1] - width:]
+    kept = np.take_along_axis(keep, at, axis=1)
+    return Loops(np.where(kept, np.take_along_axis(dims, at, axis=1), 0),
+                 np.where(kept, np.take_along_axis(counts, at, axis=1), 1))
 
 
 def _pad(a: np.ndarray, width: int, fill: int) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.cost import Costs
-from kapla.model.hardware import hardware
+from kapla.model.hardware import Hardware, hardware
 from kapla.model.objective import Objective, objective_of
 from kapla.space.layer.bound import Bound, frame_bound, partial_bounds
 from kapla.space.layer.frames import CHUNK, Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
@@ -91,8 +91,13 @@ class LayerSpace:
         """The cost-model view of frame ``frame`` (built once)."""
         ev = self._evaluators.get(frame)
         if ev is None:
-            ev = self._evaluators[frame] = FrameEvaluator(self.frames[frame], self.problem.arch)
+            ev = self._evaluators[frame] = FrameEvaluator(self.frames[frame], self._hardware)
         return ev
+
+    @cached_property
+    def _hardware(self) -> Hardware:
+        # resolved once: looking the spec up in the cache hashes it, for every frame
+        return hardware(self.problem.arch)
 
     # ------------------------------------------------------------ candidates
 
