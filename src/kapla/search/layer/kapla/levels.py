@@ -57,7 +57,7 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
-from kapla.model.evaluate import evaluate
+from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import Feed
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
@@ -235,6 +235,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
     start = time.perf_counter()
     layer, batch, arch = problem.layer, problem.batch, problem.arch
     out: list[Outcome] = []
+    costs: dict[LayerScheme, LayerCost] = {}  # the objectives mostly agree on the scheme: costed once
     for scheme, evaluated in solve_levels_each(problem, objectives, top, beam, refine, SEEDS, refine_regf):
         if scheme is None:
             if problem.fed is not None and evaluated:
@@ -242,7 +243,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
             else:
                 out.append(no_scheme(layer, batch, arch))
             continue
-        cost = evaluate(scheme, arch, problem.feed)
+        cost = memoised(costs, scheme, evaluate, scheme, arch, problem.feed)
         out.append(IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start))
         start = time.perf_counter()
     return out
