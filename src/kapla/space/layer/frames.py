@@ -236,22 +236,25 @@ class FrameEvaluator:
         mask[list(self.frame.dims)] = True
         return mask
 
-    def coverage_loops(self, b: Blockings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per factor row of ``b``, its unit block and its loops innermost first
-        (``(F, 8)``, ``(F, L)`` dims and counts), as its nests lay them out
-        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`."""
-        F = b.unit.shape[0]
-        dims, counts = [], []
-        for lvl in range(self.levels):
-            st_dims, st_rows, st_cols = self._stack_rows[lvl]
-            dims.append(np.broadcast_to(st_dims, (F, st_dims.shape[1])))
-            counts.append(np.broadcast_to(st_rows * st_cols, (F, st_dims.shape[1])))
+    @cached_property
+    def coverage_layout(self) -> tuple[list[int], list[int], tuple[int, ...]]:
+        """The frame's loops innermost first, as its nests lay them out
+        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`:
+        their dims and counts, and per level the column where its blocking
+        loops start (one per dim, in :data:`DIMS` order; their counts left 1 here)."""
+        dims: list[int] = []
+        counts: list[int] = []
+        starts = []
+        for lvl, (st_dims, st_rows, st_cols) in enumerate(self.stack_lists):
+            dims += st_dims
+            counts += [r * c for r, c in zip(st_rows, st_cols, strict=True)]
             if lvl == 0 and self.inner:  # innermost first
-                dims.append(np.broadcast_to(self._inner_dims[:, ::-1], (F, len(self.inner))))
-                counts.append(np.broadcast_to(self._inner_counts[:, ::-1], (F, len(self.inner))))
-            dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND)))
-            counts.append(b.counts[lvl])
-        return self.mu * b.unit, np.concatenate(dims, axis=1), np.concatenate(counts, axis=1)
+                dims += [d for d, _ in reversed(self.inner)]
+                counts += [c for _, c in reversed(self.inner)]
+            starts.append(len(dims))
+            dims += range(ND)
+            counts += [1] * ND
+        return dims, counts, tuple(starts)
 
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
@@ -418,19 +421,25 @@ def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[
     of their nests). Each factor row is checked once: a blocking's levels loop
     over each dim once, inside them at level 0 the mapping's own loops in a
     fixed order, so its orders cannot change which blocks it visits. The factor
-    rows of frames of one layer with as many loops are checked in one batch."""
-    loops = [ev.coverage_loops(b) for ev, b in parts]
+    rows of frames of one layer whose loops take the same columns are checked in one batch."""
     groups: dict[tuple, list[int]] = {}
-    for i, ((ev, _), (_, dims, _)) in enumerate(zip(parts, loops, strict=True)):
-        groups.setdefault((ev.frame.layer, ev.frame.batch, dims.shape[1]), []).append(i)
+    for i, (ev, _) in enumerate(parts):
+        # frames whose loops take the same columns are laid out together
+        columns, _, starts = ev.coverage_layout
+        groups.setdefault((ev.frame.layer, ev.frame.batch, len(columns), starts), []).append(i)
     out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
     for members in groups.values():
-        full = parts[members[0]][0]._full
-        unit, dims, counts = (np.concatenate([loops[i][k] for i in members]) for k in range(3))
-        ok = tile_coverage(full, unit, dims, counts).ok
+        evs = [parts[i][0] for i in members]
+        bs = [parts[i][1] for i in members]
+        combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
+        unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
+        dims = np.repeat(np.array([ev.coverage_layout[0] for ev in evs], dtype=np.int64), combos, axis=0)
+        counts = np.repeat(np.array([ev.coverage_layout[1] for ev in evs], dtype=np.int64), combos, axis=0)
+        for lvl, start in enumerate(evs[0].coverage_layout[2]):
+            counts[:, start:start + ND] = np.concatenate([b.counts[lvl] for b in bs])
+        ok = tile_coverage(evs[0]._full, unit, dims, counts).ok
         at = 0
-        for i in members:
-            F = loops[i][0].shape[0]
+        for i, F in zip(members, combos.tolist(), strict=True):
             out[i] = ok[at:at + F][parts[i][1].rows]
             at += F
     return out
