@@ -83,18 +83,26 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     names = arch.level_names[:n]
     node = n - 1
     sharing = arch.options.buffer_sharing and n >= 2
-    found: list[tuple[tuple[Spatial, ...], tuple[int, ...]]] = []
+    # a level's choices and all below them depend on what one of its units covers alone:
+    # middle levels meet the same blocks under many choices above them
+    below: dict[tuple, list[tuple[tuple[Spatial, ...], tuple[int, ...]]]] = {}
 
-    def descend(level: int, extents: dict[str, int], chosen: tuple[Spatial, ...]) -> None:
+    def descend(level: int, extents: dict[str, int]) -> list[tuple[tuple[Spatial, ...], tuple[int, ...]]]:
+        """The choices of ``level`` and every level below it (innermost first) for a block of ``extents``, with
+        what each leaves to blocking, in the order of a depth-first walk."""
+        key = tuple(extents[d] for d in DIMS)
         if level < 0:
-            found.append((chosen, tuple(extents[d] for d in DIMS)))
-            return
-        for sp in spatial_options(arch, level, layer, extents, relax):
-            covered = sp.covered()
-            inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
-            descend(level - 1, inner, (sp,) + chosen)
+            return [((), key)]
+        if (level, key) not in below:
+            out = []
+            for sp in spatial_options(arch, level, layer, extents, relax):
+                covered = sp.covered()
+                inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
+                out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
+            below[(level, key)] = out
+        return below[(level, key)]
 
-    descend(n - 1, dict(full), ())
+    found = descend(n - 1, dict(full))
     if not found:
         return []
     ok = _covers(full, found)
