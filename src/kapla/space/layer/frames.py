@@ -26,7 +26,7 @@ import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
-from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, layer_dims, tensor_roles
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
@@ -83,18 +83,26 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     names = arch.level_names[:n]
     node = n - 1
     sharing = arch.options.buffer_sharing and n >= 2
-    found: list[tuple[tuple[Spatial, ...], tuple[int, ...]]] = []
+    # a level's choices and all below them depend on what one of its units covers alone:
+    # middle levels meet the same blocks under many choices above them
+    below: dict[tuple, list[tuple[tuple[Spatial, ...], tuple[int, ...]]]] = {}
 
-    def descend(level: int, extents: dict[str, int], chosen: tuple[Spatial, ...]) -> None:
+    def descend(level: int, extents: dict[str, int]) -> list[tuple[tuple[Spatial, ...], tuple[int, ...]]]:
+        """The choices of ``level`` and every level below it (innermost first) for a block of ``extents``, with
+        what each leaves to blocking, in the order of a depth-first walk."""
+        key = tuple(extents[d] for d in DIMS)
         if level < 0:
-            found.append((chosen, tuple(extents[d] for d in DIMS)))
-            return
-        for sp in spatial_options(arch, level, layer, extents, relax):
-            covered = sp.covered()
-            inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
-            descend(level - 1, inner, (sp,) + chosen)
+            return [((), key)]
+        if (level, key) not in below:
+            out = []
+            for sp in spatial_options(arch, level, layer, extents, relax):
+                covered = sp.covered()
+                inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
+                out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
+            below[(level, key)] = out
+        return below[(level, key)]
 
-    descend(n - 1, dict(full), ())
+    found = descend(n - 1, dict(full))
     if not found:
         return []
     ok = _covers(full, found)
@@ -150,21 +158,44 @@ class FrameEvaluator:
     """Blockings of one frame as the cost model's nests, and their costs."""
 
     def __init__(self, frame: Frame, arch: ArchSpec | Hardware) -> None:
+        # a search builds one per frame and uses few of them past merged model calls: the
+        # arrays the other methods need are built when first asked for
         self.frame = frame
         self.hw = arch if isinstance(arch, Hardware) else hardware(arch)
         self.levels = len(frame.spatial)
         self.mu = np.array([dict(frame.spatial[0].unit).get(d, 1) for d in DIMS], dtype=np.int64)
         self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
         self.shr = {k: np.int64(n) for k, n in frame.shr}
-        self.spatial = [self._stack_factors(sp.stacks) for sp in frame.spatial]
-        # per level, its stacks' dims, rows and columns of units, as ``(1, S)`` rows
-        self._stack_rows = [(_one_row([DIM_INDEX[s.dim] for s in sp.stacks]), _one_row([s.rows for s in sp.stacks]),
-                             _one_row([s.cols for s in sp.stacks])) for sp in frame.spatial]
-        self._inner_dims = _one_row([d for d, _ in self.inner])
-        self._inner_counts = _one_row([c for _, c in self.inner])
-        full = layer_dims(frame.layer, frame.batch)
-        self._full = np.array([full[d] for d in DIMS], dtype=np.int64)
-        self._roles = tensor_roles(frame.layer)
+        # per level, its stacks' dims, rows and columns as lists, for :func:`merged_nests`
+        self.stack_lists = [([DIM_INDEX[s.dim] for s in sp.stacks], [s.rows for s in sp.stacks],
+                             [s.cols for s in sp.stacks]) for sp in frame.spatial]
+
+    @cached_property
+    def spatial(self) -> list[np.ndarray]:
+        """Per level, ``(8,)`` product of its stack counts per dimension."""
+        return [self._stack_factors(sp.stacks) for sp in self.frame.spatial]
+
+    @cached_property
+    def _stack_rows(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per level, its stacks' dims, rows and columns of units, as ``(1, S)`` rows."""
+        return [tuple(_one_row(x) for x in lists) for lists in self.stack_lists]  # type: ignore[misc]
+
+    @cached_property
+    def _inner_dims(self) -> np.ndarray:
+        return _one_row([d for d, _ in self.inner])
+
+    @cached_property
+    def _inner_counts(self) -> np.ndarray:
+        return _one_row([c for _, c in self.inner])
+
+    @cached_property
+    def _full(self) -> np.ndarray:
+        full = layer_dims(self.frame.layer, self.frame.batch)
+        return np.array([full[d] for d in DIMS], dtype=np.int64)
+
+    @cached_property
+    def _roles(self) -> tuple[TensorRole, ...]:
+        return tensor_roles(self.frame.layer)
 
     @cached_property
     def nests_probe(self) -> Nests:
@@ -213,22 +244,25 @@ class FrameEvaluator:
         mask[list(self.frame.dims)] = True
         return mask
 
-    def coverage_loops(self, b: Blockings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per factor row of ``b``, its unit block and its loops innermost first
-        (``(F, 8)``, ``(F, L)`` dims and counts), as its nests lay them out
-        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`."""
-        F = b.unit.shape[0]
-        dims, counts = [], []
-        for lvl in range(self.levels):
-            st_dims, st_rows, st_cols = self._stack_rows[lvl]
-            dims.append(np.broadcast_to(st_dims, (F, st_dims.shape[1])))
-            counts.append(np.broadcast_to(st_rows * st_cols, (F, st_dims.shape[1])))
+    @cached_property
+    def coverage_layout(self) -> tuple[list[int], list[int], tuple[int, ...]]:
+        """The frame's loops innermost first, as its nests lay them out
+        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`:
+        their dims and counts, and per level the column where its blocking
+        loops start (one per dim, in :data:`DIMS` order; their counts left 1 here)."""
+        dims: list[int] = []
+        counts: list[int] = []
+        starts = []
+        for lvl, (st_dims, st_rows, st_cols) in enumerate(self.stack_lists):
+            dims += st_dims
+            counts += [r * c for r, c in zip(st_rows, st_cols, strict=True)]
             if lvl == 0 and self.inner:  # innermost first
-                dims.append(np.broadcast_to(self._inner_dims[:, ::-1], (F, len(self.inner))))
-                counts.append(np.broadcast_to(self._inner_counts[:, ::-1], (F, len(self.inner))))
-            dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), (F, ND)))
-            counts.append(b.counts[lvl])
-        return self.mu * b.unit, np.concatenate(dims, axis=1), np.concatenate(counts, axis=1)
+                dims += [d for d, _ in reversed(self.inner)]
+                counts += [c for _, c in reversed(self.inner)]
+            starts.append(len(dims))
+            dims += range(ND)
+            counts += [1] * ND
+        return dims, counts, tuple(starts)
 
     def costs(self, b: Blockings, feed: Feed | None = None, rules: bool = True) -> Costs:
         return evaluate_nests(self.nests(b), self.hw, feed, rules=rules)
@@ -296,37 +330,78 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
     one per frame; model calls cost a fixed overhead each): per merged nests,
     the part each slice of its candidates comes from. Frames with fewer stacks
     or loops at a level are padded with stacks and loops of count 1, and a
-    kind a frame does not share gets a sharing factor of 1: neither changes a cost."""
+    kind a frame does not share gets a sharing factor of 1: neither changes a cost.
+    The merged arrays are those of the frames' own :meth:`FrameEvaluator.nests`
+    padded and stacked, built for all frames at once (the frames are many, their
+    blockings often few: per-frame arrays would cost a numpy call each)."""
     groups: dict[tuple, list[int]] = {}
     for i, (ev, _) in enumerate(parts):
         # frames of another layer, batch or depth never share a batch
         groups.setdefault((ev.frame.layer, ev.frame.batch, ev.levels), []).append(i)
     for members in groups.values():
-        nests = [parts[i][0].nests(parts[i][1]) for i in members]
-        first = nests[0]
-        levels = len(first.stacks)
-        offsets = np.cumsum([0] + [n.unit.shape[0] for n in nests])
-        stacks = []
-        for lvl in range(levels):
-            width = max(n.stacks[lvl].dims.shape[1] for n in nests)
-            stacks.append(Stacks(*(np.concatenate([_pad(getattr(n.stacks[lvl], f), width, fill) for n in nests])
-                                   for f, fill in (("dims", 0), ("rows", 1), ("cols", 1)))))
-        updates = []
-        for lvl in range(levels):
-            width = max(n.updates[lvl].dims.shape[1] for n in nests)
-            updates.append(Loops(np.concatenate([_pad(n.updates[lvl].dims, width, 0) for n in nests]),
-                                 np.concatenate([_pad(n.updates[lvl].counts, width, 1) for n in nests])))
-        shr = []
-        for lvl in range(levels):
-            kinds = sorted({k for n in nests for k in n.shr[lvl]})
-            shr.append({k: np.concatenate([n.shr[lvl].get(k, np.ones(n.unit.shape[0], np.int64)) for n in nests])
-                        for k in kinds})
-        merged = Nests(first.layer, first.batch, np.concatenate([n.unit for n in nests]), tuple(stacks),
-                       tuple(updates), tuple(shr),
-                       np.concatenate([n.rows + off for n, off in zip(nests, offsets, strict=False)]),
-                       level_names=first.level_names)
-        starts = np.cumsum([0] + [len(n.rows) for n in nests])
+        evs = [parts[i][0] for i in members]
+        bs = [parts[i][1] for i in members]
+        merged = _merge(evs, bs)
+        starts = np.cumsum([0] + [len(b.rows) for b in bs])
         yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
+
+
+def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
+    """The nests of frames ``evs`` (one layer, batch and depth) with blockings ``bs``, as one."""
+    first = evs[0]
+    levels = first.levels
+    combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
+    cands = np.array([b.rows.shape[0] for b in bs], dtype=np.int64)
+    offsets = np.cumsum(combos) - combos
+    rows = np.concatenate([b.rows for b in bs]) + np.repeat(offsets, cands)
+    unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
+    stacks = []
+    for lvl in range(levels):
+        lists = [ev.stack_lists[lvl] for ev in evs]
+        width = max(len(dims) for dims, _, _ in lists)
+        stacks.append(Stacks(*(np.repeat(_padded_rows([x[f] for x in lists], width, fill), combos, axis=0)
+                               for f, fill in ((0, 0), (1, 1), (2, 1)))))
+    # per candidate, the dims of the frame that loop (the others loop once at every level)
+    looping = np.repeat(np.stack([ev._looping_mask for ev in evs]), cands, axis=0)
+    updates = []
+    for lvl in range(levels):
+        orders = np.concatenate([b.orders[lvl] for b in bs])
+        counts = np.take_along_axis(np.concatenate([b.counts[lvl] for b in bs])[rows], orders, axis=1)
+        keep = np.take_along_axis(looping, orders, axis=1)
+        width = max(len(ev.frame.dims) + (len(ev.inner) if lvl == 0 else 0) for ev in evs)
+        if lvl == 0 and any(ev.inner for ev in evs):
+            inner = [ev.inner for ev in evs]
+            most = max(len(x) for x in inner)
+            orders = np.concatenate([orders, np.repeat(_padded_rows([[d for d, _ in x] for x in inner], most, 0),
+                                                       cands, axis=0)], axis=1)
+            counts = np.concatenate([counts, np.repeat(_padded_rows([[c for _, c in x] for x in inner], most, 1),
+                                                       cands, axis=0)], axis=1)
+            keep = np.concatenate([keep, np.repeat(_padded_rows([[True] * len(x) for x in inner], most, False),
+                                                   cands, axis=0)], axis=1)
+        updates.append(_kept_last(orders, counts, keep, width))
+    shr = []
+    for lvl in range(levels):
+        shared = [ev.shr if lvl == ev.levels - 1 else {} for ev in evs]
+        kinds = sorted({k for s in shared for k in s})
+        shr.append({k: np.repeat(np.array([s.get(k, 1) for s in shared], dtype=np.int64), combos) for k in kinds})
+    return Nests(first.frame.layer, first.frame.batch, unit, tuple(stacks), tuple(updates), tuple(shr), rows,
+                 level_names=first.frame.levels)
+
+
+def _padded_rows(values: Sequence[Sequence], width: int, fill) -> np.ndarray:
+    """Rows of ``values`` each padded in front to ``width`` with ``fill``, ``(len(values), width)``."""
+    dtype = bool if isinstance(fill, bool) else np.int64
+    return np.array([[fill] * (width - len(v)) + list(v) for v in values], dtype=dtype).reshape(len(values), width)
+
+
+def _kept_last(dims: np.ndarray, counts: np.ndarray, keep: np.ndarray, width: int) -> Loops:
+    """The loop columns ``keep`` marks (at most ``width`` per row), in order,
+    padded in front with loops of count 1 over dim 0, ``(M, width)``."""
+    # a stable sort by the mark moves the columns kept to the back, in order
+    at = np.argsort(keep, axis=1, kind="stable")[:, keep.shape[1] - width:]
+    kept = np.take_along_axis(keep, at, axis=1)
+    return Loops(np.where(kept, np.take_along_axis(dims, at, axis=1), 0),
+                 np.where(kept, np.take_along_axis(counts, at, axis=1), 1))
 
 
 def _pad(a: np.ndarray, width: int, fill: int) -> np.ndarray:
@@ -354,19 +429,25 @@ def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[
     of their nests). Each factor row is checked once: a blocking's levels loop
     over each dim once, inside them at level 0 the mapping's own loops in a
     fixed order, so its orders cannot change which blocks it visits. The factor
-    rows of frames of one layer with as many loops are checked in one batch."""
-    loops = [ev.coverage_loops(b) for ev, b in parts]
+    rows of frames of one layer whose loops take the same columns are checked in one batch."""
     groups: dict[tuple, list[int]] = {}
-    for i, ((ev, _), (_, dims, _)) in enumerate(zip(parts, loops, strict=True)):
-        groups.setdefault((ev.frame.layer, ev.frame.batch, dims.shape[1]), []).append(i)
+    for i, (ev, _) in enumerate(parts):
+        # frames whose loops take the same columns are laid out together
+        columns, _, starts = ev.coverage_layout
+        groups.setdefault((ev.frame.layer, ev.frame.batch, len(columns), starts), []).append(i)
     out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
     for members in groups.values():
-        full = parts[members[0]][0]._full
-        unit, dims, counts = (np.concatenate([loops[i][k] for i in members]) for k in range(3))
-        ok = tile_coverage(full, unit, dims, counts).ok
+        evs = [parts[i][0] for i in members]
+        bs = [parts[i][1] for i in members]
+        combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
+        unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
+        dims = np.repeat(np.array([ev.coverage_layout[0] for ev in evs], dtype=np.int64), combos, axis=0)
+        counts = np.repeat(np.array([ev.coverage_layout[1] for ev in evs], dtype=np.int64), combos, axis=0)
+        for lvl, start in enumerate(evs[0].coverage_layout[2]):
+            counts[:, start:start + ND] = np.concatenate([b.counts[lvl] for b in bs])
+        ok = tile_coverage(evs[0]._full, unit, dims, counts).ok
         at = 0
-        for i in members:
-            F = loops[i][0].shape[0]
+        for i, F in zip(members, combos.tolist(), strict=True):
             out[i] = ok[at:at + F][parts[i][1].rows]
             at += F
     return out

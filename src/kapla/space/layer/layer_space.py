@@ -22,19 +22,21 @@ import copy
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
+from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.cost import Costs
-from kapla.model.hardware import hardware
+from kapla.model.hardware import Hardware, hardware
 from kapla.model.objective import Objective, objective_of
 from kapla.space.layer.bound import Bound, frame_bound, partial_bounds
 from kapla.space.layer.frames import CHUNK, Blockings, Frame, FrameEvaluator, blockings, factor_combos, frames
 from kapla.space.layer.skeletons import class_table, looping_mask, order_counts, order_product
 from kapla.space.problem import Problem
+from kapla.workload.layer import Layer
 
 _ORDERS_PER_ROW = 8  # a rough count of order combinations per factor split, to size sampled chunks
 
@@ -53,7 +55,7 @@ class LayerSpace:
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.objective: Objective = objective_of(problem.objective)
-        self.frames: tuple[Frame, ...] = tuple(frames(problem.layer, problem.batch, problem.arch))
+        self.frames: tuple[Frame, ...] = _frames(problem.layer, problem.batch, problem.arch)
         self._evaluators: dict[int, FrameEvaluator] = {}
         self._bounds: dict[int, Bound] = {}
         #: a search's memo of what depends on the frames and the feed alone, not on the
@@ -91,8 +93,13 @@ class LayerSpace:
         """The cost-model view of frame ``frame`` (built once)."""
         ev = self._evaluators.get(frame)
         if ev is None:
-            ev = self._evaluators[frame] = FrameEvaluator(self.frames[frame], self.problem.arch)
+            ev = self._evaluators[frame] = FrameEvaluator(self.frames[frame], self._hardware)
         return ev
+
+    @cached_property
+    def _hardware(self) -> Hardware:
+        # resolved once: looking the spec up in the cache hashes it, for every frame
+        return hardware(self.problem.arch)
 
     # ------------------------------------------------------------ candidates
 
@@ -225,6 +232,13 @@ class LayerSpace:
             return None
         scheme = self.evaluator(frame).scheme(b, i, self.problem.ifm_name)
         return Found((float(value[i]), float(costs.total[i])), scheme)
+
+
+@lru_cache(maxsize=128)
+def _frames(layer: Layer, batch: int, arch: ArchSpec) -> tuple[Frame, ...]:
+    # a network's schedule solves a layer on a block of nodes under several feeds (and objectives):
+    # its frames depend on neither (immutable, so shared)
+    return tuple(frames(layer, batch, arch))
 
 
 def key_below(keys: np.ndarray, cutoff: tuple[float, float]) -> np.ndarray:

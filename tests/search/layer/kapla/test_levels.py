@@ -161,3 +161,10 @@ def test_register_blocks_of_a_frame_do_not_depend_on_what_was_asked_before(c, k,
             assert [(s.unit.tolist(), s.left.tolist()) for s in got_blocks[i]] == \
                 [(s.unit.tolist(), s.left.tolist()) for s in states]
         np.testing.assert_array_equal(got_best, want_best)
+
+
+@given(st.lists(st.lists(st.integers(1, 6), min_size=6, max_size=6), max_size=40))
+def test_distinct_rows_are_those_of_numpy_unique(rows):
+    """The refinement's candidates are deduplicated in np.unique's order (its ties go to the first)."""
+    cand = np.array(rows, dtype=np.int64).reshape(len(rows), 2, 3)
+    assert np.array_equal(levels._distinct(cand), np.unique(cand, axis=0))

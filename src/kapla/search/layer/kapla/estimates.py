@@ -205,17 +205,55 @@ def _role_energy(role: TensorRole, fp_node: np.ndarray, fp_pe: np.ndarray, reloa
     its node and PE blocks (``fp_node``, ``fp_pe`` words) fetched ``reload``
     times (written blocks: read back all but the ``distinct`` first times); on
     a systolic array the node buffer feeds the array's edge and neighbours pass
-    the rest on, else every PE is fed over the bus."""
-    group = fp_node * reload * role.copies * nodes
-    pe = fp_pe * reload * role.copies * node_pes
+    the rest on, else every PE is fed over the bus.
+
+    The grids are large and the terms few: each step of the plain expression
+    is worked out in place where its shape allows, in the same order (the same bits)."""
+    group = _times(_copies(fp_node * reload, role.copies), nodes)
+    pe = _times(_copies(fp_pe * reload, role.copies), node_pes)
     if role.written:
-        group = 2 * group - fp_node * distinct * role.copies * nodes
-        pe = 2 * pe - fp_pe * distinct * role.copies * node_pes
+        group = _minus(_times(group, 2), _times(_copies(fp_node * distinct, role.copies), nodes))
+        pe = _minus(_times(pe, 2), _times(_copies(fp_pe * distinct, role.copies), node_pes))
+    e_node = word_energy(arch, _node(arch))
     if arch.levels[0].same_level_transfer:
-        bus, regf_ = group, np.maximum(pe - group, 0)
-    else:
-        bus, regf_ = pe, 0.0
-    return group * word_energy(arch, _node(arch)) + bus * arch.bus_energy + regf_ * word_energy(arch, 0)
+        regf_ = np.maximum(pe - group, 0)
+        total = _plus(group * e_node, _times(group, arch.bus_energy))
+        return _plus(total, _times(regf_, word_energy(arch, 0)))
+    # no register term: adding a zero changes no sum of non-negative terms
+    return _plus(_times(group, e_node), _times(pe, arch.bus_energy))
+
+
+def _copies(words: np.ndarray, copies: int) -> np.ndarray:
+    """``words * copies`` (fresh integers: in place; times one, the same)."""
+    if copies != 1:
+        words *= copies
+    return words
+
+
+_IN_PLACE = 4096  # elements from which a grid is worth working out in place (below, a new array costs less)
+
+
+def _fills(a, b) -> bool:
+    """Whether ``a`` is a float array of the shape of ``a`` combined with ``b``."""
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.size >= _IN_PLACE):
+        return False
+    shape = np.shape(b)
+    return len(shape) <= a.ndim and all(m in (1, n) for n, m in zip(a.shape[a.ndim - len(shape):], shape, strict=True))
+
+
+def _times(a: np.ndarray, b) -> np.ndarray:
+    """``a * b``, in ``a`` (a fresh array) where it can hold the result."""
+    return np.multiply(a, b, out=a) if _fills(a, b) else a * b
+
+
+def _plus(a: np.ndarray, b) -> np.ndarray:
+    """``a + b``, in ``a`` (a fresh array) where it can hold the result."""
+    return np.add(a, b, out=a) if _fills(a, b) else a + b
+
+
+def _minus(a: np.ndarray, b) -> np.ndarray:
+    """``a - b``, in ``a`` (a fresh array) where it can hold the result."""
+    return np.subtract(a, b, out=a) if _fills(a, b) else a - b
 
 
 def _fit(arch: ArchSpec, level: int, words: Mapping[Kind, np.ndarray | int], shape) -> np.ndarray:
@@ -239,7 +277,32 @@ def regf(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
     A tensor is re-fetched by every loop outside its innermost relevant one;
     outputs write back and re-read their partial sums. Blocks that overflow
     the registers are dropped (inf if all do)."""
-    return _by_pattern(arr, lambda sub, varying: _regf_family(sub, arch, varying))
+    # frames that differ only at the node level (its sharing, its partition where the
+    # PEs are left the same) have the same estimate here: each is worked out once
+    if len(arr.rest) < 2:
+        return _by_pattern(arr, lambda sub, varying: _regf_family(sub, arch, varying))
+    distinct, where = _distinct_rows(arr, _REGF_FIELDS)
+    return _by_pattern(arr.take(distinct), lambda sub, varying: _regf_family(sub, arch, varying))[where]
+
+
+#: What :func:`_regf_family` reads of a frame's row (with the layer's extents).
+_REGF_FIELDS = ("rest", "mu", "s0", "in0", "nodes", "pes", "choices")
+
+
+def _distinct_rows(arr: FrameArrays, fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """One row of ``arr`` per distinct value of ``fields`` (their bits), in order of
+    first appearance, and which of those each row is: ``arr.take(first)[where]``
+    has every row's values."""
+    key = np.concatenate([np.ascontiguousarray(getattr(arr, f)).reshape(len(arr.rest), -1).view(np.int64)
+                          for f in fields], axis=1)
+    # a dict of the rows' bytes: far cheaper than sorting rows this wide
+    raw, width = key.tobytes(), key.shape[1] * key.itemsize
+    seen: dict[bytes, int] = {}
+    where = np.array([seen.setdefault(raw[a:a + width], len(seen)) for a in range(0, len(raw), width)],
+                     dtype=np.int64)
+    first = np.zeros(len(seen), dtype=np.int64)
+    first[where[::-1]] = np.arange(len(where) - 1, -1, -1)
+    return first, where
 
 
 def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.ndarray:
@@ -271,9 +334,9 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         for r in roles:
             rel = [d in RELEVANT[r.kind] for d in loop_dims]
             distinct = _grid_product([c for c, flag in zip(loop_counts, rel, strict=True) if flag])
-            energy = energy + _role_energy(r, fp_g[r.kind], fp_c[r.kind], _grid_reloads(loop_counts, cum, rel),
-                                           distinct, nodes, node_pes, arch)
-        energy = np.where(_fit(arch, 0, words, fam.shape), energy, np.inf)
+            energy += _role_energy(r, fp_g[r.kind], fp_c[r.kind], _grid_reloads(loop_counts, cum, rel), distinct,
+                                   nodes, node_pes, arch)
+        np.copyto(energy, np.inf, where=~_fit(arch, 0, words, fam.shape))
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
 

@@ -57,7 +57,7 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
-from kapla.model.evaluate import evaluate
+from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import Feed
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
@@ -235,6 +235,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
     start = time.perf_counter()
     layer, batch, arch = problem.layer, problem.batch, problem.arch
     out: list[Outcome] = []
+    costs: dict[LayerScheme, LayerCost] = {}  # the objectives mostly agree on the scheme: costed once
     for scheme, evaluated in solve_levels_each(problem, objectives, top, beam, refine, SEEDS, refine_regf):
         if scheme is None:
             if problem.fed is not None and evaluated:
@@ -242,7 +243,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
             else:
                 out.append(no_scheme(layer, batch, arch))
             continue
-        cost = evaluate(scheme, arch, problem.feed)
+        cost = memoised(costs, scheme, evaluate, scheme, arch, problem.feed)
         out.append(IntraResult(scheme, cost, evaluated + 1, time.perf_counter() - start))
         start = time.perf_counter()
     return out
@@ -1026,7 +1027,7 @@ def _resplits(ev: FrameEvaluator, point: _Point) -> Blockings | None:
         out.append(s)
     if not out:
         return None
-    cand = _fitting(ev, np.unique(np.concatenate(out), axis=0))
+    cand = _fitting(ev, _distinct(np.concatenate(out)))
     if not len(cand):
         return None
     k = len(cand)
@@ -1060,7 +1061,7 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
                 s[a + 1, e] //= q
                 s[a, e] *= q
                 moves.append(s)
-    cand = _fitting(ev, np.unique(np.stack(moves), axis=0))
+    cand = _fitting(ev, _distinct(np.stack(moves)))
     # every split of two slots' factors between them, under the current orders
     resplit = []
     for a, c in itertools.combinations(range(n + 1), 2):
@@ -1072,7 +1073,7 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
         s[:, a], s[:, c] = taken, both // taken
         resplit.append(s)
     if resplit:
-        whole = _fitting(ev, np.unique(np.concatenate(resplit), axis=0))
+        whole = _fitting(ev, _distinct(np.concatenate(resplit)))
         known = {x.tobytes() for x in cand}
         extra = [x for x in whole if x.tobytes() not in known]
     else:
@@ -1144,6 +1145,17 @@ def _order_rows(k: int, f_of: np.ndarray, lvl_of: np.ndarray, pieces: Sequence[n
             sel = lvl_rows == m
             ords[m][where[sel]] = flat[sel]
     return rows, tuple(ords)
+
+
+def _distinct(cand: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``cand`` (along its first axis) in lexicographic
+    order, as ``np.unique(cand, axis=0)`` gives them (whose sort of whole rows
+    as records costs several times more)."""
+    flat = cand.reshape(len(cand), math.prod(cand.shape[1:]))
+    by_rows = flat[np.lexsort(flat.T[::-1])]
+    new = np.ones(len(by_rows), dtype=bool)
+    new[1:] = (by_rows[1:] != by_rows[:-1]).any(axis=1)
+    return by_rows[new].reshape((-1,) + cand.shape[1:])
 
 
 def _fitting(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
