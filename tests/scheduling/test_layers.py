@@ -2,6 +2,7 @@
 once, and every key gets the answer a solve of its own would give."""
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from kapla.arch import load_arch
@@ -9,7 +10,7 @@ from kapla.scheduling.layers import LayerService
 from kapla.scheduling.workers import worker_pool
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.space.problem import Problem
-from kapla.workload.layer import Layer, Op
+from kapla.workload.layer import Layer, Op, shape_key
 
 ARCH = load_arch("multinode").with_node_region(2, 2)
 OBJECTIVES = ("energy", "latency")
@@ -84,3 +85,32 @@ def test_while_the_workers_start_the_jobs_are_solved_here_and_answer_the_same():
         assert there.calls == 0
         for key, problem in p.items():
             assert [service.get(key, objective) for objective in OBJECTIVES] == direct(problem)
+
+
+class RecordingPool(ThreadPoolExecutor):
+    """A pool of one thread that records the problems in the order it is handed them."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.order: list[str] = []
+
+    def submit(self, fn, *args, **kwargs):
+        self.order.append(args[1].layer.name)  # _timed(solve, problem, objectives)
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_the_pool_gets_the_longest_solves_first_and_learns_how_long_each_took():
+    fc = Layer("fc", Op.FC, 256, 64, 1, 1)
+    small = Layer("small", Op.FC, 16, 8, 1, 1)
+    conv = Layer("conv", Op.CONV, 16, 32, 14, 3)
+    jobs = {name: (Problem(layer, 4, ARCH), OBJECTIVES) for name, layer in
+            (("small", small), ("fc", fc), ("conv", conv))}
+    with RecordingPool() as pool:
+        service = LayerService(KaplaIntraSolver(), ARCH, pool)
+        service.seconds = {(shape_key(small), 4): 0.01, (shape_key(fc), 4): 0.5}  # conv: never seen
+        service.solve(jobs)
+    assert pool.order == ["conv", "fc", "small"]  # unknown first, then by what each took before
+    assert set(service.seconds) == {(shape_key(layer), 4) for layer in (small, fc, conv)}
+    assert service.seconds[(shape_key(fc), 4)] != 0.5 and all(s > 0 for s in service.seconds.values())  # measured
+    for name, (problem, _) in jobs.items():
+        assert [service.get(name, objective) for objective in OBJECTIVES] == direct(problem)

@@ -6,7 +6,9 @@ worker processes that a budget or Ctrl-C can stop (the
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import math
+import time
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from dataclasses import dataclass, field
 from functools import partial
@@ -17,6 +19,7 @@ from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
 from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
+from kapla.workload.layer import Layer, shape_key
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
 
@@ -79,6 +82,8 @@ class LayerService:
         #: this run's answers by problem and objective (a scheduler's key may differ where the problem does not)
         self.answers: dict[tuple[Problem, str], Solved] = {}
         self.shared = 0  # jobs answered by another job's solve of the same problem
+        #: seconds the last solve of a layer shape at a batch took (to hand the pool the longest first)
+        self.seconds: dict[tuple[Layer, int], float] = {}
 
     def cache(self, objective: str) -> LayerCache:
         if objective not in self.caches:
@@ -132,22 +137,27 @@ class LayerService:
             # the workers are still starting (the first solves of a run): solve here meanwhile, in order
             (problem, objectives), keys = next(iter(waiting.items()))
             del waiting[(problem, objectives)]
-            answers = solve(problem, objectives)
+            answers, seconds = _timed(solve, problem, objectives)
+            self._took(problem, seconds)
             self._answered(problem, objectives, answers)
             for key in keys:
                 self._put(key, objectives, answers)
             done += len(keys)
             if progress is not None:
                 progress(done, total)
-        pending = {self.pool.submit(solve, problem, objectives): (problem, objectives, keys)
-                   for (problem, objectives), keys in waiting.items()}
+        # longest first (by what the same layer took before; unknown ones first): the last
+        # solve of a round then is a short one, and no worker waits long for it
+        ordered = sorted(waiting.items(), key=lambda item: -self._expected(item[0][0]))
+        pending = {self.pool.submit(_timed, solve, problem, objectives): (problem, objectives, keys)
+                   for (problem, objectives), keys in ordered}
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 problem, objectives, keys = pending.pop(future)
-                answers = future.result()
+                answers, seconds = future.result()
+                self._took(problem, seconds)
                 self._answered(problem, objectives, answers)
                 for key in keys:
                     self._put(key, objectives, answers)
@@ -156,6 +166,16 @@ class LayerService:
                 progress(done, total)
             if check is not None and pending:
                 left = check()
+
+    def _took(self, problem: Problem | None, seconds: float) -> None:
+        if problem is not None:
+            self.seconds[(shape_key(problem.layer), problem.batch)] = seconds
+
+    def _expected(self, problem: Problem | None) -> float:
+        """How long a solve of ``problem`` should take: what its layer at its batch took last (inf: not seen)."""
+        if problem is None:
+            return 0.0
+        return self.seconds.get((shape_key(problem.layer), problem.batch), math.inf)
 
     def stop(self) -> None:
         if self.pool is not None:
@@ -201,6 +221,14 @@ class LayerService:
         if problem is not None:
             for objective, one in zip(objectives, answers, strict=True):
                 self.answers[(problem, objective)] = one
+
+
+def _timed(solve: Callable[[Problem | None, tuple[str, ...]], list[Solved]], problem: Problem | None,
+           objectives: tuple[str, ...]) -> tuple[list[Solved], float]:
+    """``solve(problem, objectives)`` and the seconds it took (in the worker: no queueing counted)."""
+    start = time.perf_counter()
+    answers = solve(problem, objectives)
+    return answers, time.perf_counter() - start
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
