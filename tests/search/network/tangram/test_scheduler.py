@@ -4,6 +4,7 @@ import pytest
 
 from kapla.api import schedule
 from kapla.arch import load_arch
+from kapla.errors import KaplaError
 from kapla.model import evaluate
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.run import run_parts
@@ -147,3 +148,19 @@ def test_segment_costs_add_up_to_the_network():
     assert sum(d.time_cycles for d in details) == pytest.approx(result.time)
     assert [d.layers for d in details] == list(result.segments)
     assert result.to_dict()["segment_details"] == [d.to_dict() for d in details]
+
+
+def test_fewer_dp_rounds_solve_no_more_segments_and_still_give_a_valid_schedule(alexnet_small):
+    net, full = alexnet_small
+    one = schedule_network(net, SMALL, KaplaIntraSolver(), scheduler=kapla_dp(dp_rounds=1))
+    assert one.valid and sorted(n for seg in one.segments for n in seg) == sorted(layer.name for layer in net)
+    solved = one.extra["inter_layer_schemes"]["solved"]
+    assert solved < full.extra["inter_layer_schemes"]["solved"]  # AlexNet's search takes more than one round
+    # never worse than layer by layer, whatever the rounds: that chain is always solved
+    off = SMALL.with_options(spatial_layer_pipe=False, temporal_layer_pipe=False)
+    assert one.energy_j <= schedule_network(net, off, KaplaIntraSolver()).energy_j * (1 + 1e-9)
+
+
+def test_dp_rounds_below_one_is_one_error_naming_the_option():
+    with pytest.raises(KaplaError, match="option 'dp_rounds' must be a whole number of at least 1"):
+        schedule("mlp_s", "multinode_4x4", batch=4, jobs=1, solver_options={"dp_rounds": 0})

@@ -274,10 +274,13 @@ class KaplaStrategy:
 
     name = "kapla"
 
-    def __init__(self, top_k: int = 4) -> None:
+    def __init__(self, top_k: int = 4, rounds: int = MAX_ROUNDS) -> None:
         if top_k < 1:
             raise KaplaError(f"--top-k must be at least 1, got {top_k}")
+        if rounds < 1:
+            raise KaplaError(f"dp_rounds must be at least 1, got {rounds}")
         self.top_k = top_k
+        self.rounds = rounds  # refinement rounds of each DP run, at most
 
     def variants(self, objective: Objective) -> tuple[str, ...]:
         # Every objective's layer schemes, whichever is asked for: the intra-layer
@@ -348,7 +351,7 @@ class KaplaStrategy:
     def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
         """Solve the segments of the ``top_k`` chains under each rank, put their
         variants with their true costs in place of the estimates (none if
-        invalid), and repeat, at most ``MAX_ROUNDS`` times, until those chains
+        invalid), and repeat, at most ``rounds`` times, until those chains
         hold only solved segments; then the best chains of solved segments.
 
         Every objective's rank, whichever objective is asked for: which chains
@@ -357,7 +360,7 @@ class KaplaStrategy:
         one objective's estimate can leave out a chain that is better in it
         once solved, e.g. one found under latency with less energy)."""
         segsolver, order = search.segsolver, search.order
-        for round_ in range(MAX_ROUNDS):
+        for round_ in range(self.rounds):
             chains = _union(*(_top_chains(order, options, self.top_k, rank) for rank in ranks))
             todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
@@ -544,10 +547,12 @@ class TangramScheduler(NetworkScheduler):
                        time.perf_counter() - task.start, self.policy.name, halt)
 
 
-def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True) -> TangramScheduler:
+def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,
+             dp_rounds: int = MAX_ROUNDS) -> TangramScheduler:
     """KAPLA's inter-layer search on TANGRAM's space (``folded=False``: spatial pipelines on rectangles only;
-    ``share_inputs=False``: every layer reads its own fmaps from DRAM)."""
-    return TangramScheduler(KaplaStrategy(top_k), folded, share_inputs)
+    ``share_inputs=False``: every layer reads its own fmaps from DRAM; ``dp_rounds``: refinement rounds of
+    each DP run, at most: fewer solve fewer segments, at the risk of a chain left unsolved that was better)."""
+    return TangramScheduler(KaplaStrategy(top_k, dp_rounds), folded, share_inputs)
 
 
 def every_scheme(time_budget: float | None = None, folded: bool = True, share_inputs: bool = True
