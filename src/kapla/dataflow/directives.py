@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from kapla.dataflow.tensors import DIMS, Kind, TensorRole, layer_dims, tensor_roles
@@ -120,19 +120,26 @@ class LayerScheme:
     unit: tuple[tuple[str, int], ...]
     levels: tuple[LevelScheme, ...]
     ifm_name: str | None = None
-    _tiles: tuple = field(init=False, repr=False, compare=False)
-    _clipped: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unit", _freeze(self.unit))
         object.__setattr__(self, "levels", tuple(self.levels))
+
+    # Worked out on first use: a network search holds a hundred thousand schemes
+    # and asks few of them for their blocks (a dict per level each, kept, would be
+    # a third of its memory on ResNet-1001's training DAG).
+    @cached_property
+    def _tiles(self) -> tuple[dict[str, int], ...]:
         tiles = [{d: dict(self.unit).get(d, 1) for d in DIMS}]
         for lvl in self.levels:
             prev = tiles[-1]
             tiles.append({d: prev[d] * lvl.factor(d) for d in DIMS})
+        return tuple(tiles)
+
+    @cached_property
+    def _clipped(self) -> tuple[dict[str, int], ...]:
         full = self.dims
-        object.__setattr__(self, "_tiles", tuple(tiles))
-        object.__setattr__(self, "_clipped", tuple({d: min(t[d], full[d]) for d in DIMS} for t in tiles))
+        return tuple({d: min(t[d], full[d]) for d in DIMS} for t in self._tiles)
 
     # ------------------------------------------------------------ structure
 

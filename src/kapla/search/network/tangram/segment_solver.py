@@ -70,8 +70,6 @@ class SegmentSolver:
     memo: SegmentMemo = field(default_factory=SegmentMemo)
     _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
     _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
-    #: a layer's scheme in its segments, by its solve, objective, name and batch groups
-    _schemes: dict[tuple[LayerKey, str, str, int], LayerScheme | None] = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
@@ -186,13 +184,8 @@ class SegmentSolver:
 
     def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str) -> LayerScheme | None:
         key = self._key(inter, place)
-        mine = (key, objective, place.layer, inter.groups)
-        if mine in self._schemes:
-            return self._schemes[mine]
         missing = self._missing(key)
         if objective in missing:
             self.layers.solve({key: (key.problem(self.arch, objective), missing)})
         generic = self.layers.get(key, objective)
-        scheme = None if generic is None else scheme_in_segment(self.net, place.layer, generic, inter.groups)
-        self._schemes[mine] = scheme
-        return scheme
+        return None if generic is None else scheme_in_segment(self.net, place.layer, generic, inter.groups)
