@@ -117,6 +117,8 @@ def test_the_store_keeps_rows_and_a_rerun_takes_them(tmp_path):
     assert len(PointStore(store)) == 2 and not any(r.get("stored") for r in first.rows)
     # a half-written record (a temporary file) and an unreadable one are not points
     (store / ".tmp-x.json").write_text("{")
+    (store / ".tmp-y.part").write_text("{")
+    assert len(PointStore(store)) == 2
     again = explore(net, EDGE, ["GBUF.capacity=16KiB,32KiB,64KiB"], jobs=1, store=store)
     assert [bool(r.get("stored")) for r in again.rows] == [True, True, False]
     assert [r["energy_j"] for r in again.rows[:2]] == [r["energy_j"] for r in first.rows]

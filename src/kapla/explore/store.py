@@ -77,7 +77,8 @@ class PointStore:
         record = {"key": key, "network": point.network if isinstance(point.network, str) else point.network.name,
                   "arch": point.arch.name, "labels": {k: _plain(v) for k, v in point.labels.items()},
                   "row": row}
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-", suffix=".json")
+        # not "*.json": a writer killed before its rename leaves this behind, and it is no record
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "w") as out:
                 json.dump(record, out)
@@ -87,7 +88,7 @@ class PointStore:
             raise
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.path.glob("*.json"))
+        return sum(1 for p in self.path.glob("*.json") if not p.name.startswith("."))
 
 
 def _plain(value: Any) -> Any:
