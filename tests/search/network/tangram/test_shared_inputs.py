@@ -32,8 +32,8 @@ def test_the_gates_of_an_lstm_cell_fetch_their_input_once(lstm_m):
 
 
 def test_sharing_is_an_option_the_search_takes_or_leaves(lstm_m):
-    """The schedule with sharing on is never worse than with it off (KAPLA's DP runs on the schemes
-    without sharing first); asked for an unknown value, the option is refused."""
+    """The search with sharing on finds the cell's schedule with it off too, or a better one; asked for
+    an unknown value, the option is refused."""
     alone, shared = lstm_m
     assert shared.energy_j <= alone.energy_j
     with pytest.raises(Exception, match="share_inputs"):
