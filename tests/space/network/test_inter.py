@@ -70,6 +70,26 @@ def test_forwarding_keeps_the_intermediate_fmap_off_dram_in_the_estimate():
     assert together.onchip_words == conv5_in
 
 
+def test_the_estimate_reads_weights_again_per_batch_group_unless_every_node_holds_them_whole():
+    """A layer is solved for one batch group, blind to the others: the estimate counts its weights read
+    from DRAM once per group unless each node can hold them whole, whatever the region's nodes hold together."""
+    room = node_buffer_words(MULTINODE, "wgt") / 2
+
+    def extra_words(net, layers, groups):
+        by_groups = {(s.layout, s.groups): s for s in inter_schemes(net, MULTINODE, plan(net, *layers), False)}
+        one, more = (estimate(net, MULTINODE, by_groups[("temporal", g)]) for g in (1, groups))
+        return more.dram_words - one.dram_words
+
+    alexnet = get_network("alexnet", 64)
+    # 153,600 words: 256 nodes could hold them together, none alone
+    assert room < weight_words(alexnet["conv2_a"]) < 256 * room
+    assert extra_words(alexnet, ("conv2_a", "pool2_a"), 4) == pytest.approx(3 * weight_words(alexnet["conv2_a"]))
+    mobilenet = get_network("mobilenet", 64)
+    # a depthwise layer's 288 words and a pointwise layer's 2,048: each node holds each whole
+    assert max(weight_words(mobilenet["conv1_dw"]), weight_words(mobilenet["conv1_pw"])) <= room
+    assert extra_words(mobilenet, ("conv1_dw", "conv1_pw"), 4) == 0
+
+
 def test_validity_pruning_rejects_a_forwarded_piece_no_region_can_hold():
     net = get_network("vgg16", 64)
     seg = next(s for s in inter_schemes(net, SMALL, plan(net, "conv1_1", "conv1_2"), False)
