@@ -58,9 +58,10 @@ class Frame:
     rest: tuple[int, ...]  # per loop dim (DIMS order): what temporal blocking covers
     levels: tuple[str, ...]
 
-    @property
+    @cached_property
     def dims(self) -> tuple[int, ...]:
-        """Columns of the dims blocking splits (more than one step left)."""
+        """Columns of the dims blocking splits (more than one step left); kept
+        (the frame is immutable): merging frames' nests asks for it per level."""
         return tuple(j for j, n in enumerate(self.rest) if n > 1)
 
     @property
