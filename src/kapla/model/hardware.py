@@ -174,9 +174,26 @@ def channel_distance(arch: ArchSpec, grid: tuple[int, int], origin: tuple[int, i
     return mean_channel_distance(arch.dram_channel_nodes, origin, grid)
 
 
-@lru_cache(maxsize=256)
+_last_resolved: tuple = (None, None)  # the last (spec, resolved) pair: one search keeps asking for it
+
+
 def hardware(arch: ArchSpec) -> Hardware:
-    """``arch`` resolved for the cost model (cached: specs are immutable)."""
+    """``arch`` resolved for the cost model (cached: specs are immutable).
+
+    The same spec object comes back call after call (the estimates ask for
+    it per level and family), so it is first compared by identity: hashing
+    or comparing a spec walks every field of the pydantic model."""
+    global _last_resolved
+    last = _last_resolved
+    if last[0] is arch:
+        return last[1]
+    hw = _resolve(arch)
+    _last_resolved = (arch, hw)
+    return hw
+
+
+@lru_cache(maxsize=256)
+def _resolve(arch: ArchSpec) -> Hardware:
     n = len(arch.levels)
     levels = []
     for i, spec in enumerate(arch.levels):

@@ -198,7 +198,8 @@ def _sweep(kind: Kind, nests: Nests, level: int, shift: np.ndarray, loops: _Loop
     loops above a level are its own and those of the levels above it)."""
     M = len(nests)
     relevant = np.where(RELEVANT_MASK[kind], nests.temporal_above(level), 1)
-    distinct = np.prod(relevant, axis=1)[nests.rows]
+    # (the array method: numpy's function wrapper costs more than this small reduction)
+    distinct = relevant.prod(axis=1)[nests.rows]
     has = np.any(relevant > 1, axis=1)[nests.rows]  # a loop of one iteration changes nothing
     if not has.any():
         return _Sweep(has, np.ones(M, np.int64), distinct, None, None, None, None)

@@ -18,6 +18,7 @@ the same (:func:`kapla.space.layer.skeletons.distinct_orders`), as arrays.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -58,9 +59,10 @@ class Frame:
     rest: tuple[int, ...]  # per loop dim (DIMS order): what temporal blocking covers
     levels: tuple[str, ...]
 
-    @property
+    @cached_property
     def dims(self) -> tuple[int, ...]:
-        """Columns of the dims blocking splits (more than one step left)."""
+        """Columns of the dims blocking splits (more than one step left); kept
+        (the frame is immutable): merging frames' nests asks for it per level."""
         return tuple(j for j, n in enumerate(self.rest) if n > 1)
 
     @property
@@ -391,7 +393,12 @@ def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
 def _padded_rows(values: Sequence[Sequence], width: int, fill) -> np.ndarray:
     """Rows of ``values`` each padded in front to ``width`` with ``fill``, ``(len(values), width)``."""
     dtype = bool if isinstance(fill, bool) else np.int64
-    return np.array([[fill] * (width - len(v)) + list(v) for v in values], dtype=dtype).reshape(len(values), width)
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    out = np.full((len(values), width), fill, dtype=dtype)
+    # a merge pads hundreds of short rows: one flat copy, placed row by row at each row's end
+    flat = np.fromiter(itertools.chain.from_iterable(values), dtype=dtype, count=int(lengths.sum()))
+    out[np.arange(width)[None, :] >= width - lengths[:, None]] = flat
+    return out
 
 
 def _kept_last(dims: np.ndarray, counts: np.ndarray, keep: np.ndarray, width: int) -> Loops:

@@ -421,12 +421,17 @@ def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def _size(value) -> int:
+    """``np.size(value)`` of an array or a Python number, without numpy's dispatch."""
+    return value.size if isinstance(value, np.ndarray) else 1
+
+
 def _grid_product(factors: list) -> np.ndarray:
     """The product of integer factors that broadcast together, the smallest
     multiplied first (integer products are exact in any order)."""
     factors = [f for f in factors if not (isinstance(f, int) and f == 1)]
     if len(factors) > 2:
-        factors.sort(key=np.size)
+        factors.sort(key=_size)
     if not factors:
         return np.ones((), dtype=np.int64)
     out = factors[0]
@@ -543,7 +548,7 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         words: dict = {}  # whole words per kind (exact as integers)
         for r in roles:
             need = fps_c[r.kind]
-            if np.any(shr[r.kind] != 1):
+            if (shr[r.kind] != 1).any():
                 need = -(-need // row(shr[r.kind]))
             _add_words(words, r.kind, need * r.copies if r.copies != 1 else need)
         # loop order: T's dims (outer) in DIMS order, then the others
@@ -557,7 +562,7 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         noc: np.ndarray = np.zeros(fam.shape)
         rot: np.ndarray = np.zeros(fam.shape)
         tmp = np.empty(fam.shape)
-        with_noc = bool(np.any(dist))
+        with_noc = bool(dist.any())
         with_rot = False
         node_n, dist_n = row(nodes), row(dist)
         for r in roles:
@@ -574,7 +579,7 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
             else:
                 dram_ += group_words
                 k_shr = shr[r.kind]
-                shared = bool(np.any(k_shr != 1))
+                shared = bool((k_shr != 1).any())
                 if not (with_noc or shared):
                     continue
                 k_shr = row(k_shr)

@@ -718,10 +718,11 @@ def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
 
 def _canonical(ev: FrameEvaluator) -> Blockings:
     n = ev.levels
-    counts = [np.ones((1, ND), np.int64) for _ in range(n)]
-    counts[-1] = np.array([ev.frame.rest], dtype=np.int64)
+    # one row of ones serves the unit and every level below the top (the nests only read them)
+    ones = np.ones((1, ND), np.int64)
+    counts = (ones,) * (n - 1) + (np.array([ev.frame.rest], dtype=np.int64),)
     ident = np.arange(ND, dtype=np.int64)[None, :]
-    return Blockings(np.ones((1, ND), np.int64), tuple(counts), np.zeros(1, np.int64), tuple([ident] * n))
+    return Blockings(ones, counts, np.zeros(1, np.int64), (ident,) * n)
 
 
 def _blockings(states: list[_State], level: int, taken: np.ndarray, src: np.ndarray, n: int,
