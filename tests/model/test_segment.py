@@ -151,3 +151,16 @@ def test_pipelined_time_of_a_chain_and_of_slots_that_pass_nothing(sizes, times, 
     # more sources than a chain's can only delay what the chain's allow: with every earlier layer a source
     every = {n: order[:k] for k, n in enumerate(order)}
     assert got <= pipeline_time(slots, t, every, groups) * (1 + 1e-9)
+
+
+def test_dram_distances_are_those_of_the_spec_asked_about_whatever_was_asked_before():
+    # distances are kept per spec: specs asked in turn must each get their own
+    one_corner = ARCH.replace(dram_channels=((0, 0),))
+    region = Region((12, 11), (2, 2))  # nearer the far corner than (0, 0)
+
+    def brute(channels):
+        return sum(min(abs(r - cr) + abs(c - cc) for cr, cc in channels) for r, c in region.cells()) / 4
+
+    for arch in (ARCH, one_corner, ARCH, load_arch("multinode").replace(dram_channels=((0, 0),))):
+        assert dram_distance(arch, region) == pytest.approx(brute(arch.dram_channel_nodes))
+    assert dram_distance(one_corner, region) != dram_distance(ARCH, region)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from kapla.dataflow.directives import LayerScheme
 
@@ -122,10 +123,7 @@ class FoldedRegion:
     @property
     def center(self) -> tuple[float, float]:
         """The mean position of its nodes (a rectangle's centre)."""
-        # every position holds `stripe` rows: row sums go by position, the mean row offset is (stripe - 1) / 2
-        firsts = [self.column(self.start + j) for j in range(self.columns)]
-        row = sum(r for r, _ in firsts) / self.columns + (self.stripe - 1) / 2
-        return (row, sum(c for _, c in firsts) / self.columns)
+        return _folded_center(self)
 
     def distance(self, other: AnyRegion) -> float:
         """Manhattan hops between the two regions' centres (as for rectangles)."""
@@ -173,6 +171,14 @@ class LayerPlacement:
         if self.onchip_inputs:
             return self.onchip_inputs
         return () if self.shares_input_of is None else (self.shares_input_of,)
+
+
+@lru_cache(maxsize=1 << 12)  # a search measures distances between the same few regions many times
+def _folded_center(region: FoldedRegion) -> tuple[float, float]:
+    # every position holds `stripe` rows: row sums go by position, the mean row offset is (stripe - 1) / 2
+    firsts = [region.column(region.start + j) for j in range(region.columns)]
+    row = sum(r for r, _ in firsts) / region.columns + (region.stripe - 1) / 2
+    return (row, sum(c for _, c in firsts) / region.columns)
 
 
 def layout_of(layers: Sequence[str], slots: Sequence[Sequence[str]]) -> str:

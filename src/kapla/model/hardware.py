@@ -139,13 +139,26 @@ def word_energy(arch: ArchSpec, level: int) -> float:
     return lvl.read[Kind.IFM] if Kind.IFM in lvl.holds else lvl.read[Kind.OFM]
 
 
+_node_words: tuple[ArchSpec | None, dict[str, int]] = (None, {})
+
+
 def node_buffer_words(arch: ArchSpec, kind: str) -> int:
     """Words of tensor ``kind`` one node's buffer can hold (0: it does not hold it,
-    or there is no node level)."""
-    node = node_level(arch)
-    if node is None or not arch.holds(node, kind):
-        return 0
-    return int(_onchip_bytes(arch, node, kind) * 8 // arch.tensor_bits_of(kind))
+    or there is no node level). A network search asks per scheme and layer, on
+    one spec: the answers are kept for the last spec, compared by identity."""
+    global _node_words
+    if _node_words[0] is not arch:
+        _node_words = (arch, {})
+    known = _node_words[1]
+    words = known.get(kind)
+    if words is None:
+        node = node_level(arch)
+        if node is None or not arch.holds(node, kind):
+            words = 0
+        else:
+            words = int(_onchip_bytes(arch, node, kind) * 8 // arch.tensor_bits_of(kind))
+        known[kind] = words
+    return words
 
 
 def with_node_reserve(arch: ArchSpec, reserve: Mapping[str, int]) -> ArchSpec | None:

@@ -50,12 +50,27 @@ class SegmentCost(CostTotals):
     time: float = 0.0
 
 
-@lru_cache(maxsize=1 << 14)  # a network search asks for each layer's or region's many times
+_distances: tuple[ArchSpec | None, dict[AnyRegion, float]] = (None, {})
+
+
 def dram_distance(arch: ArchSpec, region: AnyRegion) -> float:
-    """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM channel."""
-    if isinstance(region, Region):
-        return mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
-    return mean_cells_distance(arch.dram_channel_nodes, region.cells())
+    """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM channel.
+
+    A network search asks for each region's many times, on one spec: the
+    distances are kept per spec, compared by identity (hashing a spec walks
+    every field of the pydantic model)."""
+    global _distances
+    if _distances[0] is not arch:
+        _distances = (arch, {})
+    known = _distances[1]
+    hops = known.get(region)
+    if hops is None:
+        if isinstance(region, Region):
+            hops = mean_channel_distance(arch.dram_channel_nodes, region.origin, region.shape)
+        else:
+            hops = mean_cells_distance(arch.dram_channel_nodes, region.cells())
+        known[region] = hops
+    return hops
 
 
 def region_arch(arch: ArchSpec, region: AnyRegion) -> ArchSpec:

@@ -61,7 +61,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
 from kapla.errors import NetworkError
@@ -228,6 +228,19 @@ class Layer:
     operand: Operand | None = None  # a MATMUL's second operand: weight or fmap
     yo: int = field(init=False)
     xo: int = field(init=False)
+
+    def __hash__(self) -> int:
+        # Worked out once: layers key the caches of every solve and estimate, and a
+        # dataclass's hash walks its twenty fields (the enums' hashes in Python).
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    def __getstate__(self) -> dict:
+        # a hash is this process's (strings hash differently in another): never pickled
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "op", Op(self.op))

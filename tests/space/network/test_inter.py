@@ -1,5 +1,7 @@
 """Inter-layer schemes: layouts and batch groups, where data flow, the estimate and validity pruning."""
 
+import pickle
+
 import pytest
 
 from kapla.arch import load_arch
@@ -237,3 +239,45 @@ def test_a_layer_with_a_producer_outside_the_segment_takes_the_rest_from_dram():
     seg = inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False)[0]
     assert all(p.forwarders == () for p in placements(net, MULTINODE, seg).values())
     assert not any(s.share_inputs for s in inter_schemes(net, MULTINODE, plan(net, "cell_ogate", "cell_cout_f"), False))
+
+
+def _two_fcs(chained: bool):
+    """Layers ``a`` and ``b``: ``b`` reads ``a`` (chained) or the network's input beside it."""
+    b = NetworkBuilder("chain" if chained else "siblings", 8)
+    x = b.input("x", 64)
+    a = b.fc("a", x, 64)
+    b.fc("b", a if chained else x, 64)
+    return b.build()
+
+
+def test_a_segments_data_flow_is_that_of_the_network_asked_about_whatever_was_asked_before():
+    # the data flow is worked out once per segment and kept: two networks with the
+    # same layer names, wired differently, must each get their own
+    chain, siblings = _two_fcs(True), _two_fcs(False)
+    halves = (Region((0, 0), (4, 2)), Region((0, 2), (4, 2)))
+    scheme = InterScheme(("a", "b"), (("a",), ("b",)), halves, share_inputs=True)
+    for net in (chain, siblings, chain, _two_fcs(False)):
+        places = placements(net, SMALL, scheme)
+        if net.name == "chain":
+            assert places["b"].onchip_inputs == ("a",) and not places["a"].to_dram
+        else:
+            assert places["b"].onchip_inputs == () and places["b"].shares_input_of == "a"
+            assert places["a"].to_dram
+        assert places["a"].region == halves[0] and places["b"].region == halves[1]
+
+
+def test_a_scheme_pickles_without_what_it_worked_out_for_this_process():
+    # its hash and region map are kept on it once asked for; a hash must not travel
+    # (strings hash differently in another process)
+    net = _two_fcs(True)
+    halves = (Region((0, 0), (4, 2)), Region((0, 2), (4, 2)))
+    scheme = InterScheme(("a", "b"), (("a",), ("b",)), halves, groups=4)
+    assert hash(scheme) == hash(InterScheme(("a", "b"), (("a",), ("b",)), halves, groups=4))
+    assert scheme.region_of("b") == halves[1]
+    back = pickle.loads(pickle.dumps(scheme))
+    assert not {"_hash", "_regions"} & set(back.__dict__)
+    assert back == scheme and hash(back) == hash(scheme) and {scheme: 1}[back] == 1
+    assert estimate(net, SMALL, back) == estimate(net, SMALL, scheme)
+    layer = net["a"]
+    hash(layer)
+    assert "_hash" not in pickle.loads(pickle.dumps(layer)).__dict__

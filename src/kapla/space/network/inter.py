@@ -66,6 +66,20 @@ class InterScheme:
     #: layers reading the same fmaps from DRAM fetch them once and pass them on (:func:`placements`)
     share_inputs: bool = False
 
+    def __hash__(self) -> int:
+        # Worked out once: a deep network's chains of hundreds of schemes are
+        # hashed whole, round after round, and a dataclass's hash walks every field.
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash((self.layers, self.slots, self.regions, self.groups, self.pinned, self.pins,
+                          self.folded, self.share_inputs))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    def __getstate__(self) -> dict:
+        # a hash is this process's (strings hash differently in another): never pickled
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_regions")}
+
     @property
     def layout(self) -> str:
         return layout_of(self.layers, self.slots)
@@ -77,7 +91,11 @@ class InterScheme:
         raise KeyError(name)
 
     def region_of(self, name: str) -> AnyRegion:
-        return self.regions[self.slot_index(name)]
+        by_name = self.__dict__.get("_regions")
+        if by_name is None:  # asked per layer by every estimate and placement: mapped once
+            by_name = {n: region for slot, region in zip(self.slots, self.regions, strict=True) for n in slot}
+            object.__setattr__(self, "_regions", by_name)
+        return by_name[name]
 
     def pin_words(self, name: str, reserve: int) -> int:
         """Words per node that pinned weights take in ``name``'s region;
@@ -136,16 +154,40 @@ def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, La
     first in the segment's order reading them and passing them on to the
     others over the NoC; and a layer reading fmaps made in the segment and
     others gets the first forwarded, the others from DRAM (else all from DRAM)."""
-    inside = set(inter.layers)
-    mixed = inter.share_inputs
-    out = {}
-    for name, sharer in _input_sharers(net, inter.layers).items():
-        onchip = onchip_producers(net, name, inside, mixed)
-        sharer = sharer if inter.share_inputs else None
-        share = net.input_share(name, onchip) if onchip else 1.0
-        out[name] = LayerPlacement(name, inter.region_of(name), onchip, writes_dram(net, name, inside, mixed),
-                                   net[name].has_weights and inter.pins_weights_of(name), sharer, share)
-    return out
+    return {name: LayerPlacement(name, inter.region_of(name), onchip, to_dram,
+                                 has_weights and inter.pins_weights_of(name), sharer, share)
+            for name, onchip, to_dram, has_weights, sharer, share in _flow(net, inter.layers, inter.share_inputs)}
+
+
+#: A layer's data flow in a segment, whatever its region and pinning: (name, on-chip
+#: producers, writes DRAM, has weights, the layer it shares its input with, the share forwarded).
+_Flow = tuple[str, tuple[str, ...], bool, bool, str | None, float]
+
+_flows: tuple[Network | None, dict[tuple[tuple[str, ...], bool], tuple[_Flow, ...]]] = (None, {})
+
+
+def _flow(net: Network, layers: tuple[str, ...], share_inputs: bool) -> tuple[_Flow, ...]:
+    """The segment's data flow, worked out once per network, segment and
+    sharing: a search places each segment on many regions, groups and pins
+    (hundreds of thousands of schemes on a deep training DAG), and the
+    producers and consumers walked for each took a third of its own time.
+    The network is compared by identity (hashing one walks all its layers)."""
+    global _flows
+    if _flows[0] is not net:
+        _flows = (net, {})
+    cache = _flows[1]
+    key = (layers, share_inputs)
+    found = cache.get(key)
+    if found is None:
+        inside = set(layers)
+        flow = []
+        for name, sharer in _input_sharers(net, layers).items():
+            onchip = onchip_producers(net, name, inside, share_inputs)
+            share = net.input_share(name, onchip) if onchip else 1.0
+            flow.append((name, onchip, writes_dram(net, name, inside, share_inputs), net[name].has_weights,
+                         sharer if share_inputs else None, share))
+        found = cache[key] = tuple(flow)
+    return found
 
 
 def _input_sharers(net: Network, layers: tuple[str, ...]) -> dict[str, str | None]:
@@ -318,6 +360,26 @@ class Estimate:
         return all(a <= b for a, b in zip(mine, theirs, strict=True)) and mine != theirs
 
 
+@lru_cache(maxsize=1 << 14)
+def _sizes(layer: Layer, batch: int) -> tuple[int, int, int, int]:
+    """A layer's input, weight and output words and its MACs over ``batch``."""
+    return input_words(layer, batch), weight_words(layer, batch), output_words(layer, batch), layer.loop_ops * batch
+
+
+_last_constants: tuple = (None, None)
+
+
+def _constants(arch: ArchSpec) -> tuple[float, float, float, float, float, int, int]:
+    """What :func:`estimate` reads of ``arch`` for every layer of every scheme (worked
+    out once per spec, compared by identity: its properties compute each time)."""
+    global _last_constants
+    if _last_constants[0] is not arch:
+        _last_constants = (arch, (word_energy(arch, -1), arch.read_energy(node_level(arch) or 0, "ifm"),
+                                  arch.hop_energy, arch.mac_energy, arch.dram_bandwidth_words,
+                                  node_buffer_words(arch, "wgt"), arch.pe_array[0] * arch.pe_array[1]))
+    return _last_constants[1]
+
+
 def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
              scale: Mapping[str, tuple[float, float]] | None = None) -> Estimate:
     """Every word that must cross DRAM or the NoC once, every MAC at full PE
@@ -330,8 +392,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
     idle PEs) is much the same wherever the layer runs.
     """
     batch = net.batch
-    dram_e = word_energy(arch, -1)
-    pes = arch.pe_array[0] * arch.pe_array[1]
+    dram_e, fwd_e, hop_e, mac_e, bandwidth, wgt_room, pes = _constants(arch)
     places = placements(net, arch, inter)
     total = 0.0
     dram_total = onchip_total = 0.0
@@ -340,9 +401,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
         energy = 0.0
         layer, place = net[name], places[name]
         feed = feed_of(inter, place, arch)
-        ifm = input_words(layer, batch)
-        wgt = weight_words(layer, batch)
-        out = output_words(layer, batch)
+        ifm, wgt, out, macs = _sizes(layer, batch)
         dram = 0.0
         if feed.ifm_hops is None:
             dram += ifm
@@ -350,7 +409,7 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
             forwarded = ifm * feed.ifm_share
             dram += ifm - forwarded
             onchip_total += forwarded
-            energy += forwarded * (arch.read_energy(node_level(arch) or 0, "ifm") + feed.ifm_hops * arch.hop_energy)
+            energy += forwarded * (fwd_e + feed.ifm_hops * hop_e)
         if not feed.pinned:
             # A layer is solved for one batch group, blind to the groups after it: its
             # schemes spread the weights over the region's nodes or loop over them
@@ -359,21 +418,21 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
             # on 256 nodes of 16,384 words each: read 4 times). Counting the
             # region's buffers together, the estimate saw them stay, and ranked
             # grouped segments too well (solved over estimated: median 1.23).
-            room = (node_buffer_words(arch, "wgt") - inter.pin_words(name, reserve)) / 2
+            room = (wgt_room - inter.pin_words(name, reserve)) / 2
             dram += wgt * (inter.groups if wgt > room else 1)
         if feed.to_dram:
             dram += out
         dram_total += dram
-        energy += dram * (dram_e + (feed.dram_hops or 0.0) * arch.hop_energy)
-        energy += layer.loop_ops * batch * arch.mac_energy
-        compute = layer.loop_ops * batch / (place.region.nodes * pes)
-        layer_time[name] = max(compute, dram / arch.dram_bandwidth_words)
+        energy += dram * (dram_e + (feed.dram_hops or 0.0) * hop_e)
+        energy += macs * mac_e
+        compute = macs / (place.region.nodes * pes)
+        layer_time[name] = max(compute, dram / bandwidth)
         if scale is not None and name in scale:
             energy *= scale[name][0]
             layer_time[name] *= scale[name][1]
         total += energy
     seg_time = max(pipeline_time(inter.slots, layer_time, {n: places[n].forwarders for n in inter.layers},
-                                 inter.groups), dram_total / arch.dram_bandwidth_words)
+                                 inter.groups), dram_total / bandwidth)
     return Estimate(total + seg_time * arch.static_energy, seg_time, dram_total, onchip_total, inter.groups)
 
 
