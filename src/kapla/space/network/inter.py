@@ -78,24 +78,17 @@ class InterScheme:
 
     def __getstate__(self) -> dict:
         # a hash is this process's (strings hash differently in another): never pickled
-        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_regions")}
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def layout(self) -> str:
         return layout_of(self.layers, self.slots)
 
     def slot_index(self, name: str) -> int:
-        for i, slot in enumerate(self.slots):
-            if name in slot:
-                return i
-        raise KeyError(name)
+        return _slot_of(self.slots)[name]
 
     def region_of(self, name: str) -> AnyRegion:
-        by_name = self.__dict__.get("_regions")
-        if by_name is None:  # asked per layer by every estimate and placement: mapped once
-            by_name = {n: region for slot, region in zip(self.slots, self.regions, strict=True) for n in slot}
-            object.__setattr__(self, "_regions", by_name)
-        return by_name[name]
+        return self.regions[_slot_of(self.slots)[name]]
 
     def pin_words(self, name: str, reserve: int) -> int:
         """Words per node that pinned weights take in ``name``'s region;
@@ -107,6 +100,13 @@ class InterScheme:
     def pins_weights_of(self, name: str) -> bool:
         """Whether ``name``'s slot keeps its weights on chip."""
         return self.pinned and (not self.pins or self.pins[self.slot_index(name)] > 0)
+
+
+@lru_cache(maxsize=1 << 14)
+def _slot_of(slots: tuple[tuple[str, ...], ...]) -> dict[str, int]:
+    """Each layer's slot: asked per layer by every estimate and placement of the
+    hundreds of thousands of schemes of a deep network, whose segments share their slots."""
+    return {name: i for i, slot in enumerate(slots) for name in slot}
 
 
 # ---------------------------------------------------------------- data flow of a segment

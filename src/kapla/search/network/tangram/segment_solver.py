@@ -70,6 +70,7 @@ class SegmentSolver:
     memo: SegmentMemo = field(default_factory=SegmentMemo)
     _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
     _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
+    _in_segment: dict[tuple[str, int, int], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
@@ -188,4 +189,14 @@ class SegmentSolver:
         if objective in missing:
             self.layers.solve({key: (key.problem(self.arch, objective), missing)})
         generic = self.layers.get(key, objective)
-        return None if generic is None else scheme_in_segment(self.net, place.layer, generic, inter.groups)
+        if generic is None:
+            return None
+        # One object per layer, solve and groups, whichever segment asks: a deep
+        # network's segments share most of their layers' solves, and equal schemes
+        # that are the same object compare at once (:meth:`_same`, the variants).
+        # Keyed by the solve's identity: the value keeps it alive.
+        at = (place.layer, id(generic), inter.groups)
+        known = self._in_segment.get(at)
+        if known is None:
+            known = self._in_segment[at] = (generic, scheme_in_segment(self.net, place.layer, generic, inter.groups))
+        return known[1]
