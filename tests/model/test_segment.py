@@ -164,3 +164,14 @@ def test_dram_distances_are_those_of_the_spec_asked_about_whatever_was_asked_bef
     for arch in (ARCH, one_corner, ARCH, load_arch("multinode").replace(dram_channels=((0, 0),))):
         assert dram_distance(arch, region) == pytest.approx(brute(arch.dram_channel_nodes))
     assert dram_distance(one_corner, region) != dram_distance(ARCH, region)
+
+
+def test_node_buffer_sizes_are_those_of_the_spec_asked_about_whatever_was_asked_before():
+    from kapla.model.hardware import node_buffer_words
+
+    small = ARCH.with_level("GBUF", capacity=16384)
+    words = 16384 * 8 // ARCH.tensor_bits_of("wgt")
+    for arch in (ARCH, small, ARCH, small):
+        expected = words if arch is small else ARCH.capacity_bytes(1, "wgt") * 8 // ARCH.tensor_bits_of("wgt")
+        assert node_buffer_words(arch, "wgt") == expected
+    assert node_buffer_words(small, "wgt") < node_buffer_words(ARCH, "wgt")

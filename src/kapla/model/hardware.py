@@ -139,17 +139,31 @@ def word_energy(arch: ArchSpec, level: int) -> float:
     return lvl.read[Kind.IFM] if Kind.IFM in lvl.holds else lvl.read[Kind.OFM]
 
 
-_node_words: tuple[ArchSpec | None, dict[str, int]] = (None, {})
+class SpecMemo:
+    """Values worked out for the last spec asked about, kept until another is.
+
+    A network search asks the same questions of one spec hundreds of
+    thousands of times (per scheme and layer); the spec is compared by
+    identity, as hashing it walks every field of the pydantic model."""
+
+    def __init__(self) -> None:
+        self._spec: ArchSpec | None = None
+        self._values: dict = {}
+
+    def of(self, spec: ArchSpec) -> dict:
+        """The table of values kept for ``spec`` (empty for a new one)."""
+        if self._spec is not spec:
+            self._spec, self._values = spec, {}
+        return self._values
+
+
+_node_words = SpecMemo()
 
 
 def node_buffer_words(arch: ArchSpec, kind: str) -> int:
     """Words of tensor ``kind`` one node's buffer can hold (0: it does not hold it,
-    or there is no node level). A network search asks per scheme and layer, on
-    one spec: the answers are kept for the last spec, compared by identity."""
-    global _node_words
-    if _node_words[0] is not arch:
-        _node_words = (arch, {})
-    known = _node_words[1]
+    or there is no node level); kept per spec (:class:`SpecMemo`)."""
+    known = _node_words.of(arch)
     words = known.get(kind)
     if words is None:
         node = node_level(arch)

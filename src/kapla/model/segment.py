@@ -35,7 +35,7 @@ from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, SegmentScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
-from kapla.model.hardware import hardware, mean_cells_distance, node_buffer_words, node_level
+from kapla.model.hardware import SpecMemo, hardware, mean_cells_distance, node_buffer_words, node_level
 from kapla.model.nests import from_schemes
 from kapla.model.rules import buffer_words
 from kapla.model.validity import Validity
@@ -50,19 +50,13 @@ class SegmentCost(CostTotals):
     time: float = 0.0
 
 
-_distances: tuple[ArchSpec | None, dict[AnyRegion, float]] = (None, {})
+_distances = SpecMemo()
 
 
 def dram_distance(arch: ArchSpec, region: AnyRegion) -> float:
-    """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM channel.
-
-    A network search asks for each region's many times, on one spec: the
-    distances are kept per spec, compared by identity (hashing a spec walks
-    every field of the pydantic model)."""
-    global _distances
-    if _distances[0] is not arch:
-        _distances = (arch, {})
-    known = _distances[1]
+    """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM
+    channel; kept per spec (:class:`~kapla.model.hardware.SpecMemo`)."""
+    known = _distances.of(arch)
     hops = known.get(region)
     if hops is None:
         if isinstance(region, Region):

@@ -32,7 +32,7 @@ from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.evaluate import STATIC, Feed
-from kapla.model.hardware import node_buffer_words, node_level, word_energy
+from kapla.model.hardware import SpecMemo, node_buffer_words, node_level, word_energy
 from kapla.model.segment import (
     SegmentCost,
     forwarded_words,
@@ -366,18 +366,18 @@ def _sizes(layer: Layer, batch: int) -> tuple[int, int, int, int]:
     return input_words(layer, batch), weight_words(layer, batch), output_words(layer, batch), layer.loop_ops * batch
 
 
-_last_constants: tuple = (None, None)
+_spec_constants = SpecMemo()
 
 
 def _constants(arch: ArchSpec) -> tuple[float, float, float, float, float, int, int]:
-    """What :func:`estimate` reads of ``arch`` for every layer of every scheme (worked
-    out once per spec, compared by identity: its properties compute each time)."""
-    global _last_constants
-    if _last_constants[0] is not arch:
-        _last_constants = (arch, (word_energy(arch, -1), arch.read_energy(node_level(arch) or 0, "ifm"),
-                                  arch.hop_energy, arch.mac_energy, arch.dram_bandwidth_words,
-                                  node_buffer_words(arch, "wgt"), arch.pe_array[0] * arch.pe_array[1]))
-    return _last_constants[1]
+    """What :func:`estimate` reads of ``arch`` for every layer of every scheme (its
+    properties compute each time; kept per spec)."""
+    known = _spec_constants.of(arch)
+    if not known:
+        known["estimate"] = (word_energy(arch, -1), arch.read_energy(node_level(arch) or 0, "ifm"),
+                             arch.hop_energy, arch.mac_energy, arch.dram_bandwidth_words,
+                             node_buffer_words(arch, "wgt"), arch.pe_array[0] * arch.pe_array[1])
+    return known["estimate"]
 
 
 def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
