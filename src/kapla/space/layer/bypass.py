@@ -72,7 +72,8 @@ def cheapest_bypass(scheme: LayerScheme, arch: ArchSpec, feed: Feed, objective: 
     if not variants:
         return frozenset()
     costed = costed or (lambda s: s)
-    best, chosen = evaluate(costed(scheme), arch, feed).objective(objective), frozenset()
+    best = evaluate(costed(scheme), arch, feed).objective(objective)
+    chosen: frozenset[Kind] = frozenset()
     for byp, variant in variants:
         value = evaluate(costed(variant), arch, feed).objective(objective)
         if value < best:

@@ -9,10 +9,10 @@ from kapla.arch import load_arch
 from kapla.dataflow.tensors import Kind
 from kapla.model.evaluate import evaluate
 from kapla.model.feed import Feed
+from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.result import ScheduleResult
 from kapla.space.layer.bypass import bypass_variants, cheapest_bypass, on_chip_kinds, with_bypass
 from kapla.space.problem import Problem
-from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.workload.zoo import get_network
 
 NNDATAFLOW = load_arch("multinode_nndataflow")

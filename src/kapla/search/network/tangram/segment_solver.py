@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
+from kapla.dataflow.tensors import Kind
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
@@ -73,9 +74,9 @@ class SegmentSolver:
     _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
     _in_segment: dict[tuple[str, int, int], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
     #: per layer solve, objective and batch groups: the on-chip tensors its node level streams past
-    _bypass: dict[tuple[LayerKey, str, int], frozenset] = field(default_factory=dict)
+    _bypass: dict[tuple[LayerKey, str, int], frozenset[Kind]] = field(default_factory=dict)
     #: a layer solve's scheme with its node level bypassing some tensors (one object each)
-    _bypassed: dict[tuple[int, frozenset], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
+    _bypassed: dict[tuple[int, frozenset[Kind]], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
