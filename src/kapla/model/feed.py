@@ -34,7 +34,10 @@ class Feed:
     written to DRAM (else it stays on chip for its consumers); ``pinned``:
     the weights were loaded once and stay on chip; ``dram_hops``: mean hops
     between the layer's nodes and their DRAM channels (None: computed as if
-    the layer's block of nodes sat at the chip's origin).
+    the layer's block of nodes sat at the chip's origin); ``free_bypassed_pins``:
+    pinned weights a scheme's node level bypasses cost no read anywhere
+    (nn_dataflow's counting of its own schedules, kept for them alone: the
+    weights live in the node buffers, so kapla reads them there).
     """
 
     ifm_hops: float | None = None
@@ -42,6 +45,7 @@ class Feed:
     pinned: bool = False
     dram_hops: float | None = None
     ifm_share: float = 1.0
+    free_bypassed_pins: bool = False
 
     @property
     def on_chip(self) -> bool:

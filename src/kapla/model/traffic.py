@@ -44,7 +44,10 @@ they serve together, whatever the DRAM convention) and crosses the NoC from
 its producer, an output kept on chip stays in the node buffers (not counted
 there when the buffer counts only its PE side), pinned weights cost nothing
 there. Such data sit in the node buffers even where a scheme's node level
-bypasses them, and the buses below deliver them like any other data.
+bypasses them, and the buses below deliver them like any other data: pinned
+weights streamed past the node level are read from the node buffers once per
+word their units use together, as a forwarded input is (but under
+nn_dataflow's counting, :attr:`~kapla.model.feed.Feed.free_bypassed_pins`).
 """
 
 from __future__ import annotations
@@ -431,6 +434,13 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
                     elif not hw.gbuf_pe_side:  # what stays for the consumers is not served to the PEs
                         reads[at, r] += parent_reads
                         writes[at, r] += parent_writes
+                elif node is not None and c < node and not feed.free_bypassed_pins:
+                    # pinned weights live in the node buffers: a scheme whose node level bypasses
+                    # them still reads each word it fetches from the buffer that holds it (once per
+                    # word its units use together, as the data rule reads them); held there, the
+                    # node level's own reads serve them (nn_dataflow counts no read at all: its
+                    # imported schedules are costed so, :attr:`Feed.free_bypassed_pins`)
+                    reads[node, r] += top_reads[r]
             if not onchip or share < 1.0:
                 part = 1.0 - share  # 1.0 unless forwarded in part (kept exact: no copies of the arrays)
                 reads[p, r] += parent_reads if part == 1.0 else part * parent_reads

@@ -63,7 +63,10 @@ def feed_of(schedule: LayerSchedule, has_weights: bool, dram_hops: float | None 
         hops, share = FORWARD_HOPS, forwarded
     else:
         hops, share = None, 1.0
-    return Feed(ifm_hops=hops, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops, ifm_share=share)
+    # nn_dataflow counts no read of weights kept on chip that its scheme streams past the node
+    # buffers; its schedules are costed as it counts them (kapla's own read them there)
+    return Feed(ifm_hops=hops, to_dram=dst_dram, pinned=pinned, dram_hops=dram_hops, ifm_share=share,
+                free_bypassed_pins=pinned)
 
 
 def import_layer(net: Network, batch: int, arch: ArchSpec, name: str, schedule: LayerSchedule,

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
+from kapla.dataflow.tensors import Kind
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
-from kapla.space.network.inter import InterScheme, feed_of, placements, scheme_in_segment
+from kapla.space.layer.bypass import cheapest_bypass, on_chip_kinds, with_bypass
+from kapla.space.network.inter import InterScheme, feed_of, outer_batch, placements, scheme_in_segment
 from kapla.workload.layer import Layer, shape_key
 from kapla.workload.network import Network
 
@@ -71,6 +73,10 @@ class SegmentSolver:
     _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
     _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
     _in_segment: dict[tuple[str, int, int], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
+    #: per layer solve, objective and batch groups: the on-chip tensors its node level streams past
+    _bypass: dict[tuple[LayerKey, str, int], frozenset[Kind]] = field(default_factory=dict)
+    #: a layer solve's scheme with its node level bypassing some tensors (one object each)
+    _bypassed: dict[tuple[int, frozenset[Kind]], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
         """The segment's schemes and cost, every layer solved for ``objective``; None if some layer has no
@@ -191,6 +197,7 @@ class SegmentSolver:
         generic = self.layers.get(key, objective)
         if generic is None:
             return None
+        generic = self._streamed(key, generic, objective, inter.groups)
         # One object per layer, solve and groups, whichever segment asks: a deep
         # network's segments share most of their layers' solves, and equal schemes
         # that are the same object compare at once (:meth:`_same`, the variants).
@@ -199,4 +206,25 @@ class SegmentSolver:
         known = self._in_segment.get(at)
         if known is None:
             known = self._in_segment[at] = (generic, scheme_in_segment(self.net, place.layer, generic, inter.groups))
+        return known[1]
+
+    def _streamed(self, key: LayerKey, generic: LayerScheme, objective: str, groups: int) -> LayerScheme:
+        """The layer solve's scheme, with its node level bypassing the on-chip data it
+        reads once where that costs less (:mod:`kapla.space.layer.bypass`): chosen for
+        the solve repeated over the segment's batch groups, as the segment is costed."""
+        if not key.feed.on_chip or not on_chip_kinds(generic, key.feed):
+            return generic
+        at = (key, objective, groups)
+        kinds = self._bypass.get(at)
+        if kinds is None:
+            problem = key.problem(self.arch, objective)
+            assert problem is not None  # a solve was made for it
+            kinds = self._bypass[at] = cheapest_bypass(
+                generic, problem.arch, key.feed, objective,
+                lambda s: outer_batch(s, s.layer, groups, s.ifm_name))
+        if not kinds:
+            return generic
+        known = self._bypassed.get((id(generic), kinds))
+        if known is None:
+            known = self._bypassed[(id(generic), kinds)] = (generic, with_bypass(generic, self.arch, kinds))
         return known[1]
