@@ -18,7 +18,7 @@ import pytest
 import kapla
 
 #: kapla's packages (and top-level modules), from the bottom layer up.
-LAYERS = ("errors", "lazy", "schemas", "workload", "arch", "dataflow", "model", "space", "search", "scheduling",
+LAYERS = ("errors", "lazy", "memo", "schemas", "workload", "arch", "dataflow", "model", "space", "search", "scheduling",
           "report", "interop", "api", "explore", "cli")
 IMPLEMENTATIONS = ("search.layer", "search.network", "explore.studies")  # each subpackage: one implementation
 

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.tensors import Kind
+from kapla.memo import IdentityMemo
 
 ITCN = "ITCN"
 NOC = "NoC"
@@ -139,30 +140,12 @@ def word_energy(arch: ArchSpec, level: int) -> float:
     return lvl.read[Kind.IFM] if Kind.IFM in lvl.holds else lvl.read[Kind.OFM]
 
 
-class SpecMemo:
-    """Values worked out for the last spec asked about, kept until another is.
-
-    A network search asks the same questions of one spec hundreds of
-    thousands of times (per scheme and layer); the spec is compared by
-    identity, as hashing it walks every field of the pydantic model."""
-
-    def __init__(self) -> None:
-        self._spec: ArchSpec | None = None
-        self._values: dict = {}
-
-    def of(self, spec: ArchSpec) -> dict:
-        """The table of values kept for ``spec`` (empty for a new one)."""
-        if self._spec is not spec:
-            self._spec, self._values = spec, {}
-        return self._values
-
-
-_node_words = SpecMemo()
+_node_words = IdentityMemo()
 
 
 def node_buffer_words(arch: ArchSpec, kind: str) -> int:
     """Words of tensor ``kind`` one node's buffer can hold (0: it does not hold it,
-    or there is no node level); kept per spec (:class:`SpecMemo`)."""
+    or there is no node level); kept per spec (:class:`~kapla.memo.IdentityMemo`)."""
     known = _node_words.of(arch)
     words = known.get(kind)
     if words is None:
@@ -201,21 +184,19 @@ def channel_distance(arch: ArchSpec, grid: tuple[int, int], origin: tuple[int, i
     return mean_channel_distance(arch.dram_channel_nodes, origin, grid)
 
 
-_last_resolved: tuple = (None, None)  # the last (spec, resolved) pair: one search keeps asking for it
+_resolved = IdentityMemo()
 
 
 def hardware(arch: ArchSpec) -> Hardware:
     """``arch`` resolved for the cost model (cached: specs are immutable).
 
     The same spec object comes back call after call (the estimates ask for
-    it per level and family), so it is first compared by identity: hashing
-    or comparing a spec walks every field of the pydantic model."""
-    global _last_resolved
-    last = _last_resolved
-    if last[0] is arch:
-        return last[1]
-    hw = _resolve(arch)
-    _last_resolved = (arch, hw)
+    it per level and family), so it is first compared by identity
+    (:class:`~kapla.memo.IdentityMemo`), then by value."""
+    known = _resolved.of(arch)
+    hw = known.get("hw")
+    if hw is None:
+        hw = known["hw"] = _resolve(arch)
     return hw
 
 

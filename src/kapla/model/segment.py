@@ -34,8 +34,9 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, SegmentScheme
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.memo import IdentityMemo
 from kapla.model.evaluate import STATIC, CostTotals, Feed, LayerCost, evaluate, mean_channel_distance
-from kapla.model.hardware import SpecMemo, hardware, mean_cells_distance, node_buffer_words, node_level
+from kapla.model.hardware import hardware, mean_cells_distance, node_buffer_words, node_level
 from kapla.model.nests import from_schemes
 from kapla.model.rules import buffer_words
 from kapla.model.validity import Validity
@@ -50,12 +51,12 @@ class SegmentCost(CostTotals):
     time: float = 0.0
 
 
-_distances = SpecMemo()
+_distances = IdentityMemo()
 
 
 def dram_distance(arch: ArchSpec, region: AnyRegion) -> float:
     """Mean Manhattan hops from the nodes of ``region`` (a rectangle or folded) to their nearest DRAM
-    channel; kept per spec (:class:`~kapla.model.hardware.SpecMemo`)."""
+    channel; kept per spec (:class:`~kapla.memo.IdentityMemo`)."""
     known = _distances.of(arch)
     hops = known.get(region)
     if hops is None:

@@ -61,10 +61,11 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from kapla.errors import NetworkError
+from kapla.memo import kept_hash, without_kept_hash
 from kapla.workload.limits import MAX_SIZE
 
 
@@ -229,18 +230,10 @@ class Layer:
     yo: int = field(init=False)
     xo: int = field(init=False)
 
-    def __hash__(self) -> int:
-        # Worked out once: layers key the caches of every solve and estimate, and a
-        # dataclass's hash walks its twenty fields (the enums' hashes in Python).
-        known = self.__dict__.get("_hash")
-        if known is None:
-            known = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", known)
-        return known
-
-    def __getstate__(self) -> dict:
-        # a hash is this process's (strings hash differently in another): never pickled
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    # layers key the caches of every solve and estimate; their twenty fields
+    # (the enums' hashes in Python) are hashed once
+    __hash__ = kept_hash
+    __getstate__ = without_kept_hash
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "op", Op(self.op))

@@ -49,17 +49,10 @@ def bypass_variants(scheme: LayerScheme, arch: ArchSpec, feed: Feed) -> list[tup
     node = node_level(arch)
     if node is None or node >= len(scheme.levels):
         return []
-    level = scheme.levels[node]
-    kinds = [k for k in on_chip_kinds(scheme, feed) if k not in level.bypass]
-    out = []
-    for n in range(1, len(kinds) + 1):
-        for chosen in combinations(kinds, n):
-            byp = frozenset(chosen)
-            levels = list(scheme.levels)
-            levels[node] = replace(level, bypass=level.bypass | byp,
-                                   shr=tuple((k, s) for k, s in level.shr if k not in byp))
-            out.append((byp, replace(scheme, levels=tuple(levels))))
-    return out
+    held = scheme.levels[node].bypass
+    kinds = [k for k in on_chip_kinds(scheme, feed) if k not in held]
+    chosen = [frozenset(c) for n in range(1, len(kinds) + 1) for c in combinations(kinds, n)]
+    return [(byp, with_bypass(scheme, arch, byp)) for byp in chosen]
 
 
 def cheapest_bypass(scheme: LayerScheme, arch: ArchSpec, feed: Feed, objective: str,

@@ -31,8 +31,9 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
+from kapla.memo import IdentityMemo, kept_hash, without_kept_hash
 from kapla.model.evaluate import STATIC, Feed
-from kapla.model.hardware import SpecMemo, node_buffer_words, node_level, word_energy
+from kapla.model.hardware import node_buffer_words, node_level, word_energy
 from kapla.model.segment import (
     SegmentCost,
     forwarded_words,
@@ -66,19 +67,9 @@ class InterScheme:
     #: layers reading the same fmaps from DRAM fetch them once and pass them on (:func:`placements`)
     share_inputs: bool = False
 
-    def __hash__(self) -> int:
-        # Worked out once: a deep network's chains of hundreds of schemes are
-        # hashed whole, round after round, and a dataclass's hash walks every field.
-        known = self.__dict__.get("_hash")
-        if known is None:
-            known = hash((self.layers, self.slots, self.regions, self.groups, self.pinned, self.pins,
-                          self.folded, self.share_inputs))
-            object.__setattr__(self, "_hash", known)
-        return known
-
-    def __getstate__(self) -> dict:
-        # a hash is this process's (strings hash differently in another): never pickled
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    # a deep network's chains of hundreds of schemes are hashed whole, round after round
+    __hash__ = kept_hash
+    __getstate__ = without_kept_hash
 
     @property
     def layout(self) -> str:
@@ -163,7 +154,7 @@ def placements(net: Network, arch: ArchSpec, inter: InterScheme) -> dict[str, La
 #: producers, writes DRAM, has weights, the layer it shares its input with, the share forwarded).
 _Flow = tuple[str, tuple[str, ...], bool, bool, str | None, float]
 
-_flows: tuple[Network | None, dict[tuple[tuple[str, ...], bool], tuple[_Flow, ...]]] = (None, {})
+_flows = IdentityMemo()
 
 
 def _flow(net: Network, layers: tuple[str, ...], share_inputs: bool) -> tuple[_Flow, ...]:
@@ -171,11 +162,8 @@ def _flow(net: Network, layers: tuple[str, ...], share_inputs: bool) -> tuple[_F
     sharing: a search places each segment on many regions, groups and pins
     (hundreds of thousands of schemes on a deep training DAG), and the
     producers and consumers walked for each took a third of its own time.
-    The network is compared by identity (hashing one walks all its layers)."""
-    global _flows
-    if _flows[0] is not net:
-        _flows = (net, {})
-    cache = _flows[1]
+    Kept per network (:class:`~kapla.memo.IdentityMemo`)."""
+    cache = _flows.of(net)
     key = (layers, share_inputs)
     found = cache.get(key)
     if found is None:
@@ -366,7 +354,7 @@ def _sizes(layer: Layer, batch: int) -> tuple[int, int, int, int]:
     return input_words(layer, batch), weight_words(layer, batch), output_words(layer, batch), layer.loop_ops * batch
 
 
-_spec_constants = SpecMemo()
+_spec_constants = IdentityMemo()
 
 
 def _constants(arch: ArchSpec) -> tuple[float, float, float, float, float, int, int]:
