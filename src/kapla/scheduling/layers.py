@@ -16,6 +16,7 @@ from typing import Any
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, dataflow_key
+from kapla.scheduling import collector
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
 from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
@@ -235,9 +236,13 @@ def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[
     """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.run_each`)."""
     if problem is None:  # no buffer left for the layer's own blocks
         return [(None, True, {})] * len(objectives)
+    with collector.paused():
+        results = solver.run_each(problem, objectives)
     return [(None, True, {}) if isinstance(result, NoSchemeError) else (result.scheme, result.complete,
                                                                        dict(result.details))
-            for result in solver.run_each(problem, objectives)]
+            for result in results]
+
+
 
 
 __all__ = ["LayerCache", "LayerService", "solve_layer"]

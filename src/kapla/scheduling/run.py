@@ -12,6 +12,7 @@ from typing import Any
 
 from kapla.arch.spec import ArchSpec
 from kapla.model.objective import Objective, objective_of
+from kapla.scheduling.collector import rare_full_collections
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.registry import accepted_options, make_solver
 from kapla.scheduling.store import LayerStore
@@ -54,8 +55,8 @@ def run_parts(net: Network, arch: ArchSpec, scheduler: NetworkScheduler, layer_s
     check_jobs(jobs)
     jobs = min(os.cpu_count() or 1, MAX_DEFAULT_JOBS) if jobs is None else jobs
     # A budget is kept by stopping workers: even one job then solves in a worker process.
-    with worker_pool(jobs, always=scheduler.time_budget is not None,
-                     preload=(type(layer_solver).__module__,)) as pool:
+    with rare_full_collections(), worker_pool(jobs, always=scheduler.time_budget is not None,
+                                              preload=(type(layer_solver).__module__,)) as pool:
         service = LayerService(layer_solver, arch, pool, store)
         result = scheduler.schedule(NetworkTask(net, arch, obj, progress, start), service)
     # what the layer solver reported of its own for each scheme used (a MIP's status, gap and objective)
