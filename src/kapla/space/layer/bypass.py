@@ -14,7 +14,8 @@ each node's re-read of its own copy.
 :func:`bypass_variants` lists a scheme's variants with the node level
 bypassing any set of those tensors (their buffer sharing dropped: a level
 cannot share what it does not hold); :func:`cheapest_bypass` keeps the best
-valid one, or the scheme itself.
+valid one, or the scheme itself (:func:`bypass_costs` and :func:`cheapest`,
+its two halves, for a caller that compares under several objectives).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from itertools import combinations
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import Kind, tensor_roles
-from kapla.model.evaluate import evaluate
+from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import Feed
 from kapla.model.hardware import node_level
 
@@ -61,14 +62,31 @@ def cheapest_bypass(scheme: LayerScheme, arch: ArchSpec, feed: Feed, objective: 
     under ``objective`` on ``arch`` with ``feed`` (empty: keep it as it is, also on
     a tie). ``costed`` turns a variant into what is evaluated (a layer solve's
     scheme repeated over its segment's batch groups, say); the variant must be valid."""
+    return cheapest(bypass_costs(scheme, arch, feed, costed), objective)
+
+
+def bypass_costs(scheme: LayerScheme, arch: ArchSpec, feed: Feed,
+                 costed: Callable[[LayerScheme], LayerScheme] | None = None
+                 ) -> tuple[tuple[frozenset[Kind], LayerCost], ...]:
+    """The cost of ``scheme`` (bypassing nothing more, first) and of each of its
+    :func:`bypass_variants`, as :func:`cheapest_bypass` compares them: worked out
+    once, they serve every objective (a layer's solves for several objectives
+    mostly give one scheme)."""
     variants = bypass_variants(scheme, arch, feed)
     if not variants:
-        return frozenset()
+        return ()
     costed = costed or (lambda s: s)
-    best = evaluate(costed(scheme), arch, feed).objective(objective)
-    chosen: frozenset[Kind] = frozenset()
-    for byp, variant in variants:
-        value = evaluate(costed(variant), arch, feed).objective(objective)
+    return tuple((byp, evaluate(costed(variant), arch, feed)) for byp, variant in [(frozenset(), scheme)] + variants)
+
+
+def cheapest(costs: tuple[tuple[frozenset[Kind], LayerCost], ...], objective: str) -> frozenset[Kind]:
+    """Of :func:`bypass_costs`, the bypass cheapest under ``objective`` (the first on a tie: none)."""
+    if not costs:
+        return frozenset()
+    chosen, cost = costs[0]
+    best = cost.objective(objective)
+    for byp, cost in costs[1:]:
+        value = cost.objective(objective)
         if value < best:
             best, chosen = value, byp
     return chosen
@@ -87,4 +105,4 @@ def with_bypass(scheme: LayerScheme, arch: ArchSpec, kinds: frozenset[Kind]) -> 
     return replace(scheme, levels=tuple(levels))
 
 
-__all__ = ["bypass_variants", "cheapest_bypass", "on_chip_kinds", "with_bypass"]
+__all__ = ["bypass_costs", "bypass_variants", "cheapest", "cheapest_bypass", "on_chip_kinds", "with_bypass"]

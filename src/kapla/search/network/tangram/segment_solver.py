@@ -26,7 +26,7 @@ from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
 from kapla.search.base import Check, LayerProgress, LayerService, Problem
-from kapla.space.layer.bypass import cheapest_bypass, on_chip_kinds, with_bypass
+from kapla.space.layer.bypass import bypass_costs, cheapest, on_chip_kinds, with_bypass
 from kapla.space.network.inter import InterScheme, feed_of, outer_batch, placements, scheme_in_segment
 from kapla.workload.layer import Layer, shape_key
 from kapla.workload.network import Network
@@ -75,6 +75,8 @@ class SegmentSolver:
     _in_segment: dict[tuple[str, int, int], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
     #: per layer solve, objective and batch groups: the on-chip tensors its node level streams past
     _bypass: dict[tuple[LayerKey, str, int], frozenset[Kind]] = field(default_factory=dict)
+    #: per layer solve, its scheme and batch groups: the costs of its bypasses
+    _bypass_costs: dict[tuple[LayerKey, LayerScheme, int], tuple] = field(default_factory=dict)
     #: a layer solve's scheme with its node level bypassing some tensors (one object each)
     _bypassed: dict[tuple[int, frozenset[Kind]], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
 
@@ -217,11 +219,14 @@ class SegmentSolver:
         at = (key, objective, groups)
         kinds = self._bypass.get(at)
         if kinds is None:
-            problem = key.problem(self.arch, objective)
-            assert problem is not None  # a solve was made for it
-            kinds = self._bypass[at] = cheapest_bypass(
-                generic, problem.arch, key.feed, objective,
-                lambda s: outer_batch(s, s.layer, groups, s.ifm_name))
+            # the objectives' solves mostly agree on the scheme: its variants are costed once
+            costs = self._bypass_costs.get((key, generic, groups))
+            if costs is None:
+                problem = key.problem(self.arch, objective)
+                assert problem is not None  # a solve was made for it
+                costs = self._bypass_costs[(key, generic, groups)] = bypass_costs(
+                    generic, problem.arch, key.feed, lambda s: outer_batch(s, s.layer, groups, s.ifm_name))
+            kinds = self._bypass[at] = cheapest(costs, objective)
         if not kinds:
             return generic
         known = self._bypassed.get((id(generic), kinds))
