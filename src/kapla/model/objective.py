@@ -15,6 +15,7 @@ compared by.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,11 +58,20 @@ class Objective:
         ``energy * time0 + energy0 * time``: exact for small changes around
         that schedule. Without it, by energy, then time.
         """
-        if self.name != "edp":
-            return self.key(energy, time)
+        return self.additive_of(around)((energy, time))
+
+    def additive_of(self, around: tuple[float, float] | None = None
+                    ) -> Callable[[tuple[float, float]], tuple[float, float]]:
+        """:meth:`additive` as one function of an (energy, time) pair: a network
+        search's dynamic program ranks millions of chains by it."""
+        if self.name == "energy":
+            return lambda cost: (float(cost[0]), float(cost[0]))
+        if self.name == "latency":
+            return lambda cost: (float(cost[1]), float(cost[0]))
         if around is None:
-            return (float(energy), float(time))
-        return (float(energy * around[1] + around[0] * time), float(energy))
+            return lambda cost: (float(cost[0]), float(cost[1]))
+        e0, t0 = around
+        return lambda cost: (float(cost[0] * t0 + e0 * cost[1]), float(cost[0]))
 
     def argbest(self, values: np.ndarray, energy: np.ndarray) -> int:
         """Index of the least value, ties going to the lower energy, then the first."""

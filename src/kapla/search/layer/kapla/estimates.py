@@ -91,7 +91,7 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
     full = np.array([layer_dims(layer, batch)[d] for d in DIMS], dtype=np.int64)
     rows: dict = {}  # a row's index in ``unique``
     unique: list[tuple] = []
-    dist_cache: dict = {}
+    memo: dict = {}  # per spatial choice, grid and rest: what rows share (see _row)
     which = np.empty(len(frames), dtype=np.int64)
     shr = {k: np.ones(len(frames), dtype=np.int64) for k in Kind}
     for i, f in enumerate(frames):
@@ -102,7 +102,7 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
         at = rows.get(key)
         if at is None:
             at = rows[key] = len(unique)
-            unique.append(_row(f, arch, dist_cache))
+            unique.append(_row(f, arch, memo))
         which[i] = at
     rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = (np.array(c)[which] for c in zip(
         *unique, strict=True))
@@ -113,37 +113,57 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
                        below.astype(np.int64).reshape(len(frames), M, ND), units.astype(float).reshape(len(frames), M))
 
 
-def _row(frame: Frame, arch: ArchSpec, dist_cache: dict) -> tuple:
+def _row(frame: Frame, arch: ArchSpec, memo: dict) -> tuple:
     spatial = frame.spatial
     node = len(spatial) - 1 if len(spatial) >= 2 else None
-    mu, s0, in0, s1 = ([1] * ND for _ in range(4))
-    for d, n in spatial[0].unit:
-        mu[DIM_INDEX[d]] *= n
+    mu = _level_vectors(spatial[0], memo)[0]
+    s0, in0, s1 = [1] * ND, [1] * ND, [1] * ND
     for level, sp in enumerate(spatial):
-        stacks = s1 if level == node else s0
-        for st in sp.stacks:
-            stacks[DIM_INDEX[st.dim]] *= st.count
-        if level != node:
-            for lp in sp.inner:
-                in0[DIM_INDEX[lp.dim]] *= lp.count
+        _, stacks, inner, _ = _level_vectors(sp, memo)
+        if level == node:
+            s1 = stacks
+        else:
+            s0 = [a * b for a, b in zip(s0, stacks, strict=True)]
+            in0 = [a * b for a, b in zip(in0, inner, strict=True)]
     grid = (1, 1)
     if node is not None:
-        stacks_ = spatial[node].stacks
-        grid = (math.prod(s.rows for s in stacks_), math.prod(s.cols for s in stacks_))
-    if grid not in dist_cache:
-        dist_cache[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
-    rest = list(frame.rest)
+        grid = _level_vectors(spatial[node], memo)[3]
+    if grid not in memo:
+        memo[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
+    rest = frame.rest
     # the levels between the PEs and the node level: the stacks below each, its units per node
     below, units = [], []
-    acc = [1] * ND
-    for level, sp in enumerate(spatial[:-1]):
-        if level:
-            below.append(list(acc))
-            units.append(math.prod(st.count for k in range(level, len(spatial) - 1) for st in spatial[k].stacks))
+    if len(spatial) > 2:
+        acc = [1] * ND
+        for level, sp in enumerate(spatial[:-1]):
+            if level:
+                below.append(list(acc))
+                units.append(math.prod(st.count for k in range(level, len(spatial) - 1) for st in spatial[k].stacks))
+            for st in sp.stacks:
+                acc[DIM_INDEX[st.dim]] *= st.count
+    choices = memo.get(rest)
+    if choices is None:
+        choices = memo[rest] = [_split_choices(n) for n in rest]
+    return (rest, mu, s0, in0, s1, memo[grid], math.prod(s1), math.prod(s0),
+            math.prod(mu) * math.prod(in0) * math.prod(rest), choices, below, units)
+
+
+def _level_vectors(sp, cache: dict) -> tuple[list[int], list[int], list[int], tuple[int, int]]:
+    """A level's spatial choice as per-dim factors (DIMS order): its unit block, its
+    stacks and its innermost loops, and its grid of units (rows, columns); kept in
+    ``cache`` by identity (the frames of a space share their levels' choices)."""
+    got = cache.get(id(sp))
+    if got is None:
+        unit, stacks, inner = [1] * ND, [1] * ND, [1] * ND
+        for d, n in sp.unit:
+            unit[DIM_INDEX[d]] *= n
         for st in sp.stacks:
-            acc[DIM_INDEX[st.dim]] *= st.count
-    return (rest, mu, s0, in0, s1, dist_cache[grid], math.prod(s1), math.prod(s0),
-            math.prod(mu) * math.prod(in0) * math.prod(rest), [_split_choices(n) for n in rest], below, units)
+            stacks[DIM_INDEX[st.dim]] *= st.count
+        for lp in sp.inner:
+            inner[DIM_INDEX[lp.dim]] *= lp.count
+        grid = (math.prod(st.rows for st in sp.stacks), math.prod(st.cols for st in sp.stacks))
+        got = cache[id(sp)] = (unit, stacks, inner, grid)
+    return got
 
 
 @functools.lru_cache(maxsize=4096)

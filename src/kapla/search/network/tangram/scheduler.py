@@ -47,10 +47,10 @@ because segment costs add up); its layers are solved for the objective asked for
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Protocol
 
 from kapla.arch.spec import ArchSpec
@@ -152,7 +152,7 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[
     """Dynamic programming over the layers: the ``k`` best chains of segments
     covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
     rank here is a lexicographic or linear order of the sum)."""
-    return _chains(order, options, lambda candidates: sorted(candidates, key=lambda c: rank(c.cost))[:k])
+    return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=lambda c: rank(c.cost)))
 
 
 class _Partial:
@@ -194,11 +194,7 @@ def _chains(order: list[str], options: Options, keep: Callable[[list[_Partial]],
 
 def _ranks(around: Cost | None) -> tuple[Rank, ...]:
     """The DP's order for each objective (EDP by its tangent ``around`` a known schedule)."""
-    return tuple(partial(_additive, objective, around) for objective in ALL_OBJECTIVES)
-
-
-def _additive(objective: Objective, around: Cost | None, cost: Cost) -> Key:
-    return objective.additive(cost[0], cost[1], around)
+    return tuple(objective.additive_of(around) for objective in ALL_OBJECTIVES)
 
 
 def _union(*lists: list[_Chain]) -> list[_Chain]:
