@@ -13,6 +13,9 @@ from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import (
     InterScheme,
+    _estimate,
+    _likeness,
+    _may_fit,
     estimate,
     feed_of,
     inter_schemes,
@@ -281,3 +284,35 @@ def test_a_scheme_pickles_without_what_it_worked_out_for_this_process():
     layer = net["a"]
     hash(layer)
     assert "_hash" not in pickle.loads(pickle.dumps(layer)).__dict__
+
+
+def _every_scheme(net, arch):
+    for ending in segment_plans(net, 3):
+        for p in ending:
+            for pinned in (False, True):
+                yield from inter_schemes(net, arch, p, pinned)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_estimates_and_fits_kept_for_alike_segments_are_those_worked_out_for_each(training):
+    # a deep network's alike blocks share what their schemes' estimates and fits
+    # work out: kept by shape and position, each must still be that scheme's own
+    net = get_network("resnet18", batch=4)
+    net = net.to_training() if training else net
+    reserve = 300
+    scale = {layer.name: (1.0 + (i % 3) / 10, 1.0 + (i % 2) / 10) for i, layer in enumerate(net)}
+    schemes = list(_every_scheme(net, SMALL))
+    assert len({_likeness(net, scheme, SMALL)[1] for scheme in schemes}) < len(schemes)  # some are shared
+    for scheme in schemes:
+        assert may_fit(net, SMALL, scheme, reserve) == _may_fit(net, SMALL, scheme, reserve)
+        assert estimate(net, SMALL, scheme, reserve, scale) == _estimate(net, SMALL, scheme, reserve, scale)
+        assert estimate(net, SMALL, scheme, 0) == _estimate(net, SMALL, scheme, 0, None)
+
+
+def test_an_estimate_is_that_of_the_hardware_asked_about_whatever_was_asked_before():
+    net = get_network("resnet18", batch=4)
+    scheme = next(s for s in _every_scheme(net, SMALL) if len(s.layers) == 3)
+    other = SMALL.replace(mac_pj=SMALL.mac_pj * 2)
+    first = estimate(net, SMALL, scheme)
+    assert estimate(net, other, scheme) == _estimate(net, other, scheme, 0, None) != first
+    assert estimate(net, SMALL, scheme) == first
