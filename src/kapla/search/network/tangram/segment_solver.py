@@ -22,6 +22,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.dataflow.tensors import Kind
+from kapla.memo import kept_hash, without_kept_hash
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
@@ -41,6 +42,11 @@ class LayerKey:
     region: tuple[int, int]  # rows x columns of nodes (a folded region's stripe height x columns)
     feed: Feed  # where its data come from and go to (the on-chip hop distance left out)
     reserve: tuple[tuple[str, int], ...]  # buffer words per node that are not its own, by tensor
+
+    # looked up in a cache per objective for every layer of every segment variant costed
+    # (ResNet-1001's training DAG: 600,000 times)
+    __hash__ = kept_hash
+    __getstate__ = without_kept_hash
 
     def problem(self, arch: ArchSpec, objective: str) -> Problem | None:
         """The layer solve on a block of the region's shape with the buffer the
@@ -73,6 +79,8 @@ class SegmentSolver:
     _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
     _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
     _in_segment: dict[tuple[str, int, int], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
+    #: layer solves made for every objective (a solve, once made, stays)
+    _whole: set[LayerKey] = field(default_factory=set)
     #: per layer solve, objective and batch groups: the on-chip tensors its node level streams past
     _bypass: dict[tuple[LayerKey, str, int], frozenset[Kind]] = field(default_factory=dict)
     #: per layer solve, its scheme and batch groups: the costs of its bypasses
@@ -162,7 +170,12 @@ class SegmentSolver:
         self.layers.stop()
 
     def _missing(self, key: LayerKey) -> tuple[str, ...]:
-        return tuple(objective for objective in self.objectives if not self.layers.known(key, objective))
+        if key in self._whole:
+            return ()
+        missing = tuple(objective for objective in self.objectives if not self.layers.known(key, objective))
+        if not missing:
+            self._whole.add(key)
+        return missing
 
     def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         """What the layer's scheme depends on in this segment (worked out once)."""
