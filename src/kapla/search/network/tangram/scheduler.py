@@ -152,7 +152,7 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[
     """Dynamic programming over the layers: the ``k`` best chains of segments
     covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
     rank here is a lexicographic or linear order of the sum)."""
-    return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=lambda c: rank(c.cost)))
+    return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=lambda c: rank(c[0])))
 
 
 class _Partial:
@@ -177,18 +177,25 @@ class _Partial:
         return _Chain(self.cost, tuple(reversed(steps)))
 
 
-def _chains(order: list[str], options: Options, keep: Callable[[list[_Partial]], list[_Partial]]) -> list[_Chain]:
+#: A chain the DP may grow: its summed cost, its last step and the kept chain before it.
+Candidate = tuple[Cost, Step, "_Partial"]
+
+
+def _chains(order: list[str], options: Options, keep: Callable[[list[Candidate]], list[Candidate]]
+            ) -> list[_Chain]:
     """Dynamic programming over the layers: the chains covering layers
     ``0..j`` that ``keep`` keeps (judging them by their cost) of every prefix
-    kept and segment ending at ``j``; the chains kept for the whole network."""
+    kept and segment ending at ``j``; the chains kept for the whole network.
+    Candidates are plain tuples, only those kept become chains: a deep network's
+    DP weighs millions of them and keeps a few."""
     best: list[list[_Partial]] = [[] for _ in order]
     empty = [_Partial((0.0, 0.0))]
     for j in range(len(order)):
-        candidates: list[_Partial] = []
-        for start, step, value in options.get(j, ()):
+        candidates: list[Candidate] = []
+        for start, step, (energy, time_) in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else empty
-            candidates.extend(_Partial(_add(p.cost, value), step, p) for p in prefixes)
-        best[j] = keep(candidates)
+            candidates.extend(((p.cost[0] + energy, p.cost[1] + time_), step, p) for p in prefixes)
+        best[j] = [_Partial(cost, step, prev) for cost, step, prev in keep(candidates)]
     return [p.chain() for p in best[-1]] if order else []
 
 
@@ -214,11 +221,11 @@ def _front_chains(order: list[str], options: Options) -> list[_Chain]:
     return _chains(order, options, _front)
 
 
-def _front(chains: list[_Partial]) -> list[_Partial]:
+def _front(chains: list[Candidate]) -> list[Candidate]:
     """The chains not dominated in (energy, time); of equal costs, the first."""
-    front: list[_Partial] = []
-    for chain in sorted(chains, key=lambda c: c.cost):  # stable: equal costs keep their order
-        if not front or chain.cost[1] < front[-1].cost[1]:
+    front: list[Candidate] = []
+    for chain in sorted(chains, key=lambda c: c[0]):  # stable: equal costs keep their order
+        if not front or chain[0][1] < front[-1][0][1]:
             front.append(chain)
     return front
 
