@@ -293,7 +293,19 @@ def _crossing(kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, units: list[np.nd
     if not written:
         return units[j] * vol * cp
     fp = blocks.get(c, j)[0][kind]
-    return units[j] * (2 * vol - sw.distinct * fp) * cp
+    return units[j] * (2 * vol - _first_writes(sw, vol, fp)) * cp
+
+
+def _first_writes(sw: _Sweep, vol: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Of a written tensor's ``vol`` words written back through the sweep, those
+    written for the first time (not read back before): its distinct blocks. Where
+    the sweep slides a window (a data gradient is written with the input's halo),
+    consecutive blocks overlap, which shrinks the first writes as it shrinks
+    ``vol``: a share ``distinct / upto`` of it, never more than it is."""
+    first = sw.distinct * fp
+    if sw.slides is None:
+        return first
+    return np.where(sw.slides, vol * sw.distinct / sw.upto, first)
 
 
 def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
@@ -355,7 +367,6 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
         path = chain + (n,)
         for c, p in itertools.pairwise(path):
             sw = _sweep(kind, nests, c, shift, loops)
-            distinct = sw.distinct
             vol_c = _volume(kind, sw, blocks.get(c), blocks.whole)
 
             # flow(j): words crossing into the units of level ``j`` (``c < j <= p``)
@@ -366,10 +377,10 @@ def traffic(nests: Nests, hw: Hardware, feed: Feed | None = None) -> Traffic:
             shr = 1.0 if shared is None else shared[rows].astype(float)
             if written:
                 writebacks = units[c] * vol_c * cp
-                fills = writebacks - units[c] * distinct * fp_c * cp
+                fills = writebacks - units[c] * _first_writes(sw, vol_c, fp_c) * cp
                 vol_p = _volume(kind, sw, blocks.get(c, p), blocks.whole)
                 parent_writes = units[p] * vol_p * cp
-                parent_reads = parent_writes - units[p] * distinct * blocks.get(c, p)[0][kind] * cp
+                parent_reads = parent_writes - units[p] * _first_writes(sw, vol_p, blocks.get(c, p)[0][kind]) * cp
                 reduced = writebacks - parent_writes
                 rotated = 0.0
                 delivered = fills + writebacks
@@ -476,8 +487,9 @@ def _node_partial_sums(kind: Kind, sw: _Sweep, blocks: _Blocks, c: int, node: in
     """Partial sums all nodes read back and write out, each its own (nn_dataflow's
     convention: nodes splitting a reduction do not combine): ``(reads, writes)``."""
     block = blocks.get(c, node) if c < node else blocks.get(c)
-    writes = nodes * _volume(kind, sw, block, blocks.whole) * cp
-    return writes - nodes * sw.distinct * block[0][kind] * cp, writes
+    vol = _volume(kind, sw, block, blocks.whole)
+    writes = nodes * vol * cp
+    return writes - nodes * _first_writes(sw, vol, block[0][kind]) * cp, writes
 
 
 def _stays_on_chip(kind: Kind, written: bool, feed: Feed) -> bool:
