@@ -4,16 +4,19 @@ order at every level) on tiny layers on 1-, 2-, 3- and 4-level hierarchies and
 on per-tensor buffers."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 
-from kapla.arch import parse_arch
+import kapla
+from kapla.arch import load_arch, parse_arch
 from kapla.dataflow.tensors import DIMS
 from kapla.model import evaluate
 from kapla.search.layer.exhaustive.solver import ExhaustiveIntraSolver
 from kapla.space.layer.frames import Blockings, FrameEvaluator, frames
 from kapla.workload.layer import Layer, Op
+from kapla.workload.zoo.transformers import Config, decoder
 
 ND = len(DIMS)
 
@@ -179,3 +182,20 @@ def test_coverage_checked_per_factor_row_is_coverage_per_candidate(arch):
     assert any(ok.any() for ok in oks)
     if arch in ("eyeriss", "multinode_4x4"):  # row-stationary folds: the mapping's own loops at level 0
         assert any(ev.inner for ev, _ in parts)
+
+
+def test_a_layer_whose_widest_partitions_tile_nothing_below_runs_on_fewer_nodes():
+    # a vector layer of 32 channels by 81 tokens on 16x16 nodes: its only partition
+    # of every node gives each node 11 rows, which the 16x16 PE array's row-stationary
+    # mapping pads to 12, a wholly idle pass on the last node; it had no frame at all
+    # ("cannot be spread over the arrays"), now those of a smaller block of nodes
+    arch = load_arch("multinode")
+    layer = Layer("silu", Op.ELTWISE, 32, 32, 81, 1, groups=32, mode="silu")
+    found = frames(layer, 1, arch)
+    assert found
+    nodes = arch.node_array[0] * arch.node_array[1]
+    assert all(math.prod(st.count for st in f.spatial[-1].stacks) < nodes for f in found)
+    cfg = Config(hidden=16, heads=1, kv_heads=1, ffn=32, layers=1, norm="rmsnorm", act="silu", rotary=True,
+                 causal=True)
+    result = kapla.schedule(decoder("prefill", cfg, 1, 81), arch, jobs=1)
+    assert result.valid and all(lr.cost.valid for lr in result.layers)

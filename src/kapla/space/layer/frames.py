@@ -39,6 +39,7 @@ from kapla.space.layer.skeletons import (
     looping_mask,
     order_counts,
     order_product,
+    partitions_by_nodes,
     sharing_options,
 )
 from kapla.space.layer.unroll import Spatial, spatial_options
@@ -105,9 +106,25 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
         return below[(level, key)]
 
     found = descend(n - 1, dict(full))
-    if not found:
+    ok = _covers(full, found) if found else np.zeros(0, dtype=bool)
+    if not ok.any() and n >= 2 and arch.unroll_of(node).kind == "partition":
+        # The node partitions using the most nodes can leave the levels below blocks that
+        # do not tile the layer (a few rows per node that the PE array then pads into a
+        # wholly idle pass: 81 rows over 8 nodes, 11 each, by 6 PE rows): then those of
+        # the largest block of nodes whose partitions do, leaving the others idle, as
+        # where a layer is too small for every node.
+        for partitions in itertools.islice(partitions_by_nodes(full, arch.levels[node].array), 1, None):
+            found = []
+            for part in partitions:
+                sp = Spatial(part.stacks, note="partition")
+                covered = sp.covered()
+                inner = {d: -(-full[d] // covered.get(d, 1)) for d in DIMS}
+                found += [(chosen + (sp,), rest) for chosen, rest in descend(node - 1, inner)]
+            ok = _covers(full, found) if found else np.zeros(0, dtype=bool)
+            if ok.any():
+                break
+    if not ok.any():
         return []
-    ok = _covers(full, found)
     out: list[Frame] = []
     by_node: dict[int, list] = {}  # one node level's spatial choice is shared by many frames
     for (spatial, rest), good in zip(found, ok, strict=True):
