@@ -243,6 +243,4 @@ def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[
             for result in results]
 
 
-
-
 __all__ = ["LayerCache", "LayerService", "solve_layer"]

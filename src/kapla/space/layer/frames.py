@@ -39,10 +39,9 @@ from kapla.space.layer.skeletons import (
     looping_mask,
     order_counts,
     order_product,
-    partitions_by_nodes,
     sharing_options,
 )
-from kapla.space.layer.unroll import Spatial, spatial_options
+from kapla.space.layer.unroll import Spatial, partition_options, spatial_options
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
@@ -97,30 +96,30 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
         if level < 0:
             return [((), key)]
         if (level, key) not in below:
-            out = []
-            for sp in spatial_options(arch, level, layer, extents, relax):
-                covered = sp.covered()
-                inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
-                out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
-            below[(level, key)] = out
+            below[(level, key)] = under(level, spatial_options(arch, level, layer, extents, relax), extents)
         return below[(level, key)]
 
+    def under(level: int, options: list[Spatial], extents: dict[str, int]
+              ) -> list[tuple[tuple[Spatial, ...], tuple[int, ...]]]:
+        """Each of ``options`` for ``level`` with every choice of the levels below it."""
+        out = []
+        for sp in options:
+            covered = sp.covered()
+            inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
+            out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
+        return out
+
     found = descend(n - 1, dict(full))
-    ok = _covers(full, found) if found else np.zeros(0, dtype=bool)
+    ok = _covers(full, found)
     if not ok.any() and n >= 2 and arch.unroll_of(node).kind == "partition":
         # The node partitions using the most nodes can leave the levels below blocks that
         # do not tile the layer (a few rows per node that the PE array then pads into a
         # wholly idle pass: 81 rows over 8 nodes, 11 each, by 6 PE rows): then those of
         # the largest block of nodes whose partitions do, leaving the others idle, as
         # where a layer is too small for every node.
-        for partitions in itertools.islice(partitions_by_nodes(full, arch.levels[node].array), 1, None):
-            found = []
-            for part in partitions:
-                sp = Spatial(part.stacks, note="partition")
-                covered = sp.covered()
-                inner = {d: -(-full[d] // covered.get(d, 1)) for d in DIMS}
-                found += [(chosen + (sp,), rest) for chosen, rest in descend(node - 1, inner)]
-            ok = _covers(full, found) if found else np.zeros(0, dtype=bool)
+        for choices in itertools.islice(partition_options(full, arch.levels[node].array), 1, None):
+            found = under(node, choices, dict(full))
+            ok = _covers(full, found)
             if ok.any():
                 break
     if not ok.any():
@@ -144,6 +143,8 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
 def _covers(full: dict[str, int], found) -> np.ndarray:
     """Frames whose blocks tile the layer with each rest looping at the top
     (:func:`kapla.model.rules.tile_coverage`), all at once."""
+    if not found:
+        return np.zeros(0, dtype=bool)
     loops = []
     units = []
     for spatial, rest in found:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kapla.arch.spec import ArchSpec
@@ -33,7 +33,7 @@ from kapla.dataflow.mapping import PeMapping, covered_extents, pe_mappings, rela
 from kapla.dataflow.tensors import DIMS, as_block, tensor_roles
 from kapla.model.hardware import hardware
 from kapla.model.rules import block_words, fits
-from kapla.space.layer.skeletons import PARTITION_DIMS, node_partitions_of, splits_evenly
+from kapla.space.layer.skeletons import PARTITION_DIMS, partitions_by_nodes, splits_evenly
 from kapla.workload.layer import Layer
 
 #: Most loop dims one axis of a ``free`` or ``U|V`` array unrolls.
@@ -78,8 +78,21 @@ def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[s
     if array == (1, 1):
         return [Spatial()]
     if unroll.kind == "partition":
-        return [Spatial(p.stacks, note="partition") for p in node_partitions_of(extents, array)]
+        return next(partition_options(extents, array))
     return _axis_options(unroll, extents, array)
+
+
+def partition_options(extents: Mapping[str, int], array: tuple[int, int]) -> Iterator[list[Spatial]]:
+    """A node level's spatial choices for a block of ``extents``: its partitions using
+    every node of ``array`` (:func:`~kapla.space.layer.skeletons.partitions_by_nodes`),
+    then, for whoever asks on, those of ever smaller blocks of nodes; at least one
+    choice, no partition, if no block of nodes has any."""
+    given = False
+    for partitions in partitions_by_nodes(extents, array):
+        given = True
+        yield [Spatial(p.stacks, note="partition") for p in partitions]
+    if not given:
+        yield [Spatial(note="partition")]
 
 
 def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:

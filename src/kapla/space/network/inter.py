@@ -187,11 +187,12 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, t
     not by name: a deep network repeats a few blocks, and the schemes of their
     segments are estimated and checked hundreds of thousands of times (ResNet-1001:
     71,000 estimates, a third of the search's time outside the layer solves). The
-    hardware is compared by identity, the table emptied when another is asked about."""
-    table = _structures.of(net)
-    if table.get("arch") is not arch:
-        table.clear()
-        table["arch"] = arch
+    hardware is compared by identity too (:class:`~kapla.memo.IdentityMemo`)."""
+    per_net = _structures.of(net)
+    by_spec = per_net.get("by spec")
+    if by_spec is None:
+        by_spec = per_net["by spec"] = IdentityMemo()
+    table = by_spec.of(arch)
     key = (inter.layers, inter.share_inputs)
     shape = table.get(key)
     if shape is None:

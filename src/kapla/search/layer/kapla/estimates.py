@@ -39,6 +39,7 @@ from kapla.model.hardware import channel_distance, hardware, word_energy
 from kapla.model.rules import fits
 from kapla.space.layer.frames import Frame
 from kapla.space.layer.skeletons import divisors
+from kapla.space.layer.unroll import Spatial
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
@@ -148,7 +149,7 @@ def _row(frame: Frame, arch: ArchSpec, memo: dict) -> tuple:
             math.prod(mu) * math.prod(in0) * math.prod(rest), choices, below, units)
 
 
-def _level_vectors(sp, cache: dict) -> tuple[list[int], list[int], list[int], tuple[int, int]]:
+def _level_vectors(sp: Spatial, cache: dict) -> tuple[list[int], list[int], list[int], tuple[int, int]]:
     """A level's spatial choice as per-dim factors (DIMS order): its unit block, its
     stacks and its innermost loops, and its grid of units (rows, columns); kept in
     ``cache`` by identity (the frames of a space share their levels' choices)."""
