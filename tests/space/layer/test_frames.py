@@ -197,5 +197,5 @@ def test_a_layer_whose_widest_partitions_tile_nothing_below_runs_on_fewer_nodes(
     assert all(math.prod(st.count for st in f.spatial[-1].stacks) < nodes for f in found)
     cfg = Config(hidden=16, heads=1, kv_heads=1, ffn=32, layers=1, norm="rmsnorm", act="silu", rotary=True,
                  causal=True)
-    result = kapla.schedule(decoder("prefill", cfg, 1, 81), arch, jobs=1)
+    result = kapla.schedule(decoder("prefill", cfg, 1, 81), arch, jobs=1, pipelining=False)  # layer by layer: quicker
     assert result.valid and all(lr.cost.valid for lr in result.layers)
