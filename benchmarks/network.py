@@ -283,14 +283,31 @@ def network(name, batch, training):
 
 
 print("ready", flush=True)
+def recost(doc, net, arch, batch, training):
+    # a schedule (another revision's) costed by this kapla's model: (energy, valid) or an error
+    from kapla.api import resolve_network
+    from kapla.arch import load_arch
+    from kapla.scheduling.recost import recost
+
+    r = recost(doc, resolve_network(network(net, batch, training), batch, training, None), load_arch(arch))
+    return dict(energy=r.energy_j, valid=r.valid)
+
+
 for line in sys.stdin:
-    net, arch, batch, training, solver, jobs = (json.loads(line) + [1])[:6]
+    asked = json.loads(line)
+    if isinstance(asked, dict):
+        try:
+            print(json.dumps(recost(asked["doc"], *asked["case"][:4])), flush=True)
+        except (kapla.KaplaError, KeyError, ImportError) as exc:
+            print(json.dumps(dict(error=f"{type(exc).__name__}: {exc}")), flush=True)
+        continue
+    net, arch, batch, training, solver, jobs = (asked + [1])[:6]
     memory = Memory() if os.path.isdir("/proc") else None
     t = time.perf_counter()
     try:
         target = network(net, batch, training)
         r = kapla.schedule(target, arch, batch=batch, training=training, solver=solver, jobs=jobs)
-        out = dict(energy=r.energy_j, time=r.time, valid=r.valid, layers=len(r.layers))
+        out = dict(energy=r.energy_j, time=r.time, valid=r.valid, layers=len(r.layers), doc=r.to_dict())
     except kapla.KaplaError as exc:
         out = dict(error=str(exc))
     out["seconds"] = time.perf_counter() - t
@@ -345,6 +362,18 @@ def _ask(proc, case) -> dict:
     return json.loads(proc.stdout.readline())
 
 
+def _costed_here(here, out: dict, case) -> tuple[float, str]:
+    """The energy of a revision's schedule costed by this tree's model (``here``'s
+    server), else its own (a schedule this tree cannot rebuild, or finds invalid),
+    and the column's text."""
+    again = _ask(here, {"doc": out["doc"], "case": case})
+    if "error" in again:
+        return out["energy"], f"- ({again['error'][:70]})"
+    if not again["valid"]:
+        return out["energy"], "- (invalid here)"
+    return again["energy"], f"{again['energy'] * 1e3:.4f}"
+
+
 def _jobs(text: str) -> int | None:
     return None if text == "default" else int(text)
 
@@ -370,8 +399,8 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
         old, new = _server(base, os.path.join(tmp, "meta")), _server(here)
         workers = "default workers" if jobs is None else f"{jobs} job{'s' * (jobs > 1)}"
         table = Table(title=f"{solver} here against {ref}, {workers}: energy, wall time and peak memory per network")
-        for col in ("arch", "batch", "mode", "network", f"{ref} mJ", "here mJ", "ratio", f"{ref} s", "here s",
-                    f"{ref} MiB", "here MiB"):
+        for col in ("arch", "batch", "mode", "network", f"{ref} mJ", f"{ref} costed here mJ", "here mJ", "ratio",
+                    f"{ref} s", "here s", f"{ref} MiB", "here MiB"):
             table.add_column(col, justify="left" if col in ("arch", "mode", "network") else "right")
         counts = {"same": 0, "lower": 0, "higher": 0, "failed": 0}
         try:
@@ -391,12 +420,15 @@ def against(console: Console, ref: str, nets: list[str], modes: list[str], archs
                         if "error" in a or "error" in b or not b.get("valid"):
                             counts["failed"] += 1
                             row = (arch, str(batch), mode, net, a.get("error", f"{a.get('energy', 0) * 1e3:.4f}"),
-                                   b.get("error", f"{b.get('energy', 0) * 1e3:.4f}"), "-", f"{a['seconds']:.1f}",
+                                   "-", b.get("error", f"{b.get('energy', 0) * 1e3:.4f}"), "-", f"{a['seconds']:.1f}",
                                    f"{b['seconds']:.1f}", _mib(a), _mib(b))
                         else:
-                            ratio = b["energy"] / a["energy"]
+                            # the revision's schedule under this tree's cost model: the like-for-like figure
+                            # where the model changed between them (else the revision's own)
+                            theirs, costed = _costed_here(new, a, case)
+                            ratio = b["energy"] / theirs
                             counts["same" if abs(ratio - 1) <= 1e-9 else "lower" if ratio < 1 else "higher"] += 1
-                            row = (arch, str(batch), mode, net, f"{a['energy'] * 1e3:.4f}",
+                            row = (arch, str(batch), mode, net, f"{a['energy'] * 1e3:.4f}", costed,
                                    f"{b['energy'] * 1e3:.4f}", f"{ratio:.6f}", f"{a['seconds']:.1f}",
                                    f"{b['seconds']:.1f}", _mib(a), _mib(b))
                         console.print("  ".join(row), highlight=False)

@@ -69,3 +69,21 @@ def schedule(network: Network | str | Path, arch: ArchSpec | str | Path = "multi
     with LayerStore(store) as opened:
         return run(net, hw, solver, options=solver_options, objective=objective, search=search,
                    time_budget=time_budget, jobs=jobs, progress=progress, store=opened)
+
+
+def recost(document: Mapping[str, Any] | str | Path, network: Network | str | Path | None = None,
+           arch: ArchSpec | str | Path | None = None) -> ScheduleResult:
+    """A saved schedule (a ``kapla schedule --json`` document, or its file) costed
+    and checked by this kapla's cost model on ``arch`` (default: its own hardware,
+    by name); ``network`` is the network it schedules (default: the one it names,
+    at its batch and mode). A schedule another version of kapla made is so
+    compared with a new one under one model, or one schedule under other energy
+    tables of the same node array (:mod:`kapla.scheduling.recost`)."""
+    from kapla.scheduling.recost import read_document
+    from kapla.scheduling.recost import recost as recost_document
+
+    doc = read_document(document)
+    net = resolve_network(network if network is not None else str(doc.get("network")), doc.get("batch"),
+                          bool(doc.get("training", False)))
+    hw = arch if isinstance(arch, ArchSpec) else load_arch(str(arch if arch is not None else doc.get("arch")))
+    return recost_document(doc, net, hw)

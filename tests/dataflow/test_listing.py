@@ -4,7 +4,7 @@ printed, parsed back and evaluated on the multi-node hardware."""
 import pytest
 
 from kapla.arch import load_arch
-from kapla.dataflow.directives import LayerScheme, LevelScheme
+from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.examples import kapla_example
 from kapla.dataflow.listing import format_scheme, parse_scheme
 from kapla.dataflow.tensors import Kind
@@ -13,6 +13,7 @@ from kapla.model import evaluate
 from kapla.model.hardware import hardware
 from kapla.model.nests import from_schemes
 from kapla.model.rules import buffer_words
+from kapla.workload.load import load_network
 
 
 def paper_example():
@@ -76,3 +77,22 @@ def test_malformed_listings_are_reported(mutate, message):
     net, conv, _ = paper_example()
     with pytest.raises(SpecError, match=message):
         parse_scheme(mutate(format_scheme(conv)), {layer.name: layer for layer in net})
+
+
+def test_a_listing_whose_window_is_skipped_by_its_stride_reads_back():
+    # A 3x3/2 pooling layer whose innermost block is one column of its window reads
+    # every other input column: its input block (14 columns for 14 outputs) is no
+    # span to solve the window from (GoogLeNet's pool1 in a schedule).
+    layer = load_network("googlenet", batch=8)["pool1"]
+    arch = load_arch("edge")
+    unit = {"X": 14}
+    loops = tuple(Loop(d, -(-n // unit.get(d, 1))) for d, n in LayerScheme(layer, 8, (), ()).dims.items()
+                  if -(-n // unit.get(d, 1)) > 1)
+    scheme = LayerScheme(layer, 8, tuple(unit.items()),
+                         (LevelScheme(arch.levels[0].name, (), ()), LevelScheme(arch.levels[1].name, (), loops)),
+                         ifm_name="conv1")
+    text = format_scheme(scheme)
+    assert "Xi=14" in text.splitlines()[2]
+    assert parse_scheme(text, {"pool1": layer}) == scheme
+    with pytest.raises(SpecError, match="its input block holds Xi=27 but its R window reads 14"):
+        parse_scheme(text.replace("Xi=14", "Xi=27", 1), {"pool1": layer})

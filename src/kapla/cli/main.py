@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "explore": ("kapla.cli.explore_cmd", "explore_cmd", "Schedule NET on every point of a grid of hardware variants."),
     "import-schedule": ("kapla.cli.import_cmd", "import_cmd",
                         "Evaluate the schedule in FILE, nn_dataflow's JSON output, with kapla."),
+    "recost": ("kapla.cli.recost_cmd", "recost_cmd",
+               "Cost the schedule in RESULT (`kapla schedule --json`) again with this kapla's cost model."),
     "report": ("kapla.cli.report_cmd", "report_cmd",
                "Write an HTML report of a `kapla schedule`, `compare`, `explore` or `dataflows` JSON result."),
     "schedule": ("kapla.cli.schedule_cmd", "schedule_cmd",

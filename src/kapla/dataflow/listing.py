@@ -169,6 +169,9 @@ def parse_scheme(text: str, layers: Mapping[str, Layer]) -> LayerScheme:
         updates, reach = _update_counts(lvl, reach, name)
         parsed.append(LevelScheme(lvl["level"], tuple(lvl["stacks"]), updates, tuple(lvl["shr"].items()),
                                   frozenset(lvl["bypass"])))
+    if _windowless(layer, levels[0]["tensors"]):
+        unit["S"], unit["R"] = reach["S"], reach["R"]
+        _check_window(layer, unit, levels[0]["tensors"][Kind.IFM], name)
     for dim in DIMS:
         if reach[dim] != unit[dim]:
             raise SpecError(f"directive listing of '{name}': the innermost blocks of {_PRINTED_AS.get(dim, dim)} "
@@ -205,13 +208,26 @@ def _tile_from_tensors(layer: Layer, tensors: Mapping[Kind, Mapping[str, int]], 
         for key, value in values.items():
             if key in _LOOP_OF:
                 tile[_LOOP_OF[key]] = value
-    if Kind.WGT not in tensors and Kind.IFM in tensors and layer.op != Op.ELTWISE:
-        # Without weights, the window size follows from the input block.
-        sy, sx = layer.stride
-        dy, dx = layer.dilation
-        tile["S"] = (tensors[Kind.IFM].get("Yi", 1) - (tile["Y"] - 1) * sy - 1) // dy + 1
-        tile["R"] = (tensors[Kind.IFM].get("Xi", 1) - (tile["X"] - 1) * sx - 1) // dx + 1
     return tile
+
+
+def _windowless(layer: Layer, tensors: Mapping[Kind, Mapping[str, int]]) -> bool:
+    """A layer whose innermost tensors leave its window unstated: no weight tensor
+    names it (a pooling layer), so the window follows from the loops."""
+    return Kind.WGT not in tensors and Kind.IFM in tensors and layer.op != Op.ELTWISE
+
+
+def _check_window(layer: Layer, unit: Mapping[str, int], ifm: Mapping[str, int], name: str) -> None:
+    """The input block a listing states is the one its window reads (the footprint
+    rule: a stride wider than the window leaves rows unread, so the block is no
+    span to solve the window from)."""
+    rows, cols = ifm_extent(unit, layer)
+    for key, value in (("Yi", rows), ("Xi", cols)):
+        if key not in ifm:
+            raise SpecError(f"directive listing of '{name}': its innermost tensors hold no input block {key}")
+        if ifm[key] != value:
+            raise SpecError(f"directive listing of '{name}': its input block holds {key}={ifm[key]} but "
+                            f"its {'S' if key == 'Yi' else 'R'} window reads {value}")
 
 
 def _update_counts(lvl: dict, reach: Mapping[str, int], name: str) -> tuple[tuple[Loop, ...], dict[str, int]]:

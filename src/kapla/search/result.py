@@ -13,7 +13,9 @@ from kapla.dataflow.listing import format_scheme
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.evaluate import STATIC, LayerCost
+from kapla.model.hardware import word_energy
 from kapla.model.segment import SegmentCost
+from kapla.space.network.inter import weight_words
 from kapla.workload.network import Network
 
 RESULT_VERSION = 1  # of the JSON result (docs/result-schema.json); raised when a field changes meaning or goes
@@ -54,6 +56,10 @@ class LayerResult:
     #: the MACs ``cost`` covers where that is more than ``scheme``'s (0: the scheme's): an atomic
     #: schedule's layer is costed over all its atoms, each on one engine, and shows its largest atom's scheme
     cost_macs: int = 0
+    #: the layer of its segment that fetched their common input from DRAM and passed it on (None: none)
+    shares_input_of: str | None = None
+    #: the layers of its segment whose outputs it reads on chip, forwarded over the NoC
+    inputs_on_chip: tuple[str, ...] = ()
 
     @property
     def region_text(self) -> str:
@@ -91,6 +97,8 @@ class LayerResult:
             "region": {"origin": list(self.region[0]), "shape": list(self.region[1]),
                        **({"nodes": [list(c) for c in self.folded]} if self.folded else {})},
             "directives": format_scheme(self.scheme),
+            "inputs_on_chip": list(self.inputs_on_chip),
+            **({"input_shared_from": self.shares_input_of} if self.shares_input_of else {}),
             **({"solver_details": dict(self.solver_details)} if self.solver_details else {}),
         }
 
@@ -219,6 +227,13 @@ def pins(segment: SegmentScheme) -> bool:
     return any(place.pinned for place in segment.placements.values())
 
 
+def pinned_load(net: Network, arch: ArchSpec, segments: Sequence[SegmentScheme]) -> float:
+    """Loading the weights the segments pin, once before the runs (nn_dataflow's
+    convention: reported beside a schedule's energy, not charged in it)."""
+    held = [name for segment in segments for name, place in segment.placements.items() if place.pinned]
+    return sum(weight_words(net[name]) for name in held) * word_energy(arch, -1) if held else 0.0
+
+
 def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: str, objective: str,
                scheduler: str, seconds: float, pinned_load_j: float = 0.0, stopped: Stopped | None = None,
                extra: dict[str, Any] | None = None) -> ScheduleResult:
@@ -235,7 +250,8 @@ def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: s
             layers.append(LayerResult(name, segment.schemes[name], cost.layers[name],
                                       (place.region.origin, place.region.shape),
                                       pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes,
-                                      folded=place.region.cells() if place.region.folded else ()))
+                                      folded=place.region.cells() if place.region.folded else (),
+                                      shares_input_of=place.shares_input_of, inputs_on_chip=place.onchip_inputs))
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
         details.append(SegmentResult(tuple(names), segment.layout, segment.slots, cost.total_energy,

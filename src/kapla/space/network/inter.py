@@ -242,8 +242,13 @@ def scheme_in_segment(net: Network, name: str, scheme: LayerScheme, groups: int 
     """A layer solve's scheme (made for its shape, one batch group) as layer
     ``name``'s in a segment: under its own name, its input named after its
     producers, repeated over ``groups`` batch groups (:func:`outer_batch`)."""
+    return outer_batch(scheme, net[name], groups, input_name(net, name))
+
+
+def input_name(net: Network, name: str) -> str | None:
+    """What layer ``name``'s input fmap is called in a schedule: after its producers (None: the network's input)."""
     fmaps = dict.fromkeys(e.src for e in net.in_edges(name) if e.port != "b")  # a matmul's operand is its ".b"
-    return outer_batch(scheme, net[name], groups, "+".join(fmaps) or None)
+    return "+".join(fmaps) or None
 
 
 def pin_reserve(net: Network, arch: ArchSpec) -> int | None:

@@ -56,12 +56,11 @@ from typing import Protocol
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
-from kapla.model.hardware import word_energy
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
 from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
-from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps
+from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pinned_load
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
 from kapla.space.layer.diagnose import no_scheme
 from kapla.space.network.inter import (
@@ -73,7 +72,6 @@ from kapla.space.network.inter import (
     may_fit,
     pareto,
     pin_reserve,
-    weight_words,
 )
 from kapla.space.network.segments import SegmentPlan, schedule_order, segment_plans
 from kapla.space.problem import NoSchemeError
@@ -610,9 +608,7 @@ def _pipelining(arch: ArchSpec) -> bool:
 def _result(net: Network, arch: ArchSpec, solver: str, objective: str, chain: tuple[Step, ...],
             seg_results: list[Found], stats: PruneStats, seconds: float, strategy: str,
             stopped: Stopped | None) -> ScheduleResult:
-    # pinned weights are loaded once before the runs (nn_dataflow's convention): reported, not charged
-    held = [name for segment, _ in seg_results for name, place in segment.placements.items() if place.pinned]
-    load = sum(weight_words(net[n]) for n in held) * word_energy(arch, -1) if held else 0.0
+    load = pinned_load(net, arch, [segment for segment, _ in seg_results])
     steps = [(inter.layers, segment, cost) for (inter, _), (segment, cost) in zip(chain, seg_results, strict=True)]
     extra = {"inter_layer_schemes": stats.to_dict(), "inter_layer_schemes_by_segment": stats.segments(),
              "strategy": strategy, "hardware": arch.to_dict()}

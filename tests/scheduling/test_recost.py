@@ -1,0 +1,82 @@
+"""A saved schedule read back and costed again (kapla.scheduling.recost, `kapla recost`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kapla
+from kapla.api import resolve_network
+from kapla.arch import load_arch
+from kapla.scheduling.recost import RecostError, recost
+
+# Cases that between them have every placement a document records: folded regions in a
+# spatial pipeline, batch groups, inputs fetched once for siblings, pinned weights, a training DAG.
+CASES = [
+    ("mobilenet", "multinode_4x4", 16, False),  # spatial on folded regions, 1/4/16 groups
+    ("lstm_m", "multinode_nndataflow", 64, False),  # gates sharing their inputs; weights pinned
+    ("alexnet", "edge", 1, True),  # a training DAG, temporal segments
+]
+
+
+def _scheduled(net: str, arch: str, batch: int, training: bool):
+    result = kapla.schedule(net, arch, batch=batch, training=training, jobs=1)
+    return result, json.loads(json.dumps(result.to_dict()))
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}-{'training' if c[3] else 'inference'}")
+def saved(request):
+    net, arch, batch, training = request.param
+    result, doc = _scheduled(net, arch, batch, training)
+    return result, doc, resolve_network(net, batch, training), load_arch(arch)
+
+
+def test_a_saved_schedule_costs_what_it_did_when_made(saved):
+    result, doc, net, arch = saved
+    again = recost(doc, net, arch)
+    assert again.valid
+    assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12)
+    assert again.energy == pytest.approx(result.energy, rel=1e-12)
+    assert again.time == result.time
+    assert again.pinned_load_j == pytest.approx(result.pinned_load_j, rel=1e-12)
+    assert [s.layers for s in again.segment_details] == [s.layers for s in result.segment_details]
+    for mine, theirs in zip(again.layers, result.layers, strict=True):
+        assert (mine.name, mine.scheme, mine.region, mine.folded) == (theirs.name, theirs.scheme, theirs.region,
+                                                                       theirs.folded)
+        assert mine.cost.energy == pytest.approx(theirs.cost.energy, rel=1e-12)
+
+
+def test_the_cases_cover_every_placement_a_document_records():
+    docs = [_scheduled(*case)[1] for case in CASES[:2]]
+    layers = [lr for doc in docs for lr in doc["layers"]]
+    assert any("nodes" in lr["region"] for lr in layers)  # folded regions
+    assert any("input_shared_from" in lr for lr in layers)
+    assert any(seg["groups"] > 1 for doc in docs for seg in doc["segment_details"])
+    assert any(doc["pinned"] for doc in docs)
+
+
+def test_dearer_dram_costs_the_same_schedule_more_and_smaller_buffers_make_it_invalid(saved):
+    result, doc, net, arch = saved
+    dram = arch.levels[-1].name
+    dearer = recost(doc, net, arch.with_level(dram, access_pj=2 * arch.to_dict()["levels"][-1]["access_pj"]))
+    assert dearer.valid and dearer.energy_j > result.energy_j
+    assert [lr.scheme for lr in dearer.layers] == [lr.scheme for lr in result.layers]
+    gbuf = arch.levels[-2].name
+    tiny = recost(doc, net, arch.with_level(gbuf, capacity=64))
+    assert not tiny.valid
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(network="vgg16"), "is of network 'vgg16'"),
+    (lambda d: d.update(format="kapla-comparison"), "not a kapla schedule"),
+    (lambda d: d["segment_details"].pop(), "do not cover the layers"),
+    (lambda d: d["layers"][0]["region"].update(origin=[5, 5]), "no scheme of"),
+    (lambda d: d["layers"][0].pop("directives"), "not a complete kapla schedule"),
+    (lambda d: d["layers"][0].update(directives="layer nope batch=1:"), "unknown layer 'nope'"),
+])
+def test_a_document_that_does_not_fit_the_network_or_hardware_is_named(edit, message):
+    result, doc = _scheduled("mlp_m", "multinode_4x4", 64, False)
+    edit(doc)
+    with pytest.raises(RecostError, match=message):
+        recost(doc, resolve_network("mlp_m", 64), load_arch("multinode_4x4"))
