@@ -6,7 +6,7 @@ import pytest
 
 from kapla.arch import load_arch
 from kapla.dataflow.segment import Region
-from kapla.dataflow.tensors import Kind, footprint, layer_dims
+from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
 from kapla.model.hardware import node_buffer_words
 from kapla.scheduling.layers import LayerService
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
@@ -93,6 +93,30 @@ def test_the_estimate_reads_weights_again_per_batch_group_unless_every_node_hold
     # a depthwise layer's 288 words and a pointwise layer's 2,048: each node holds each whole
     assert max(weight_words(mobilenet["conv1_dw"]), weight_words(mobilenet["conv1_pw"])) <= room
     assert extra_words(mobilenet, ("conv1_dw", "conv1_pw"), 4) == 0
+
+
+def test_a_backward_layers_estimate_reads_the_gradient_of_its_forward_output_from_dram():
+    """A data-gradient layer reads the gradient of its forward layer's output, an
+    output-kind tensor that the cost model does not forward on chip: the estimate
+    counts it from DRAM even in a segment with the layer producing it (left out,
+    such a layer was estimated at a fraction of its compulsory traffic: MobileNet's
+    conv12_dw.bwd in a 4-group segment was solved at 41x its estimate)."""
+    net = get_network("mobilenet", 64).to_training()
+    bwd, producer = net["conv12_dw.bwd"], net.producers("conv12_dw.bwd")[0]
+    grad = footprint(Kind.OFM, layer_dims(bwd, 64), bwd)
+    assert [r.kind for r in tensor_roles(bwd) if not r.written and r.kind != Kind.WGT] == [Kind.OFM]
+    together = next(s for s in inter_schemes(net, MULTINODE, plan(net, producer, bwd.name), False)
+                    if s.layout == "temporal" and s.groups == 1)
+    assert placements(net, MULTINODE, together)[bwd.name].onchip_inputs == (producer,)
+    whole = (Region((0, 0), (16, 16)),)
+    producer_alone = estimate(net, MULTINODE, InterScheme((producer,), ((producer,),), whole))
+    alone = estimate(net, MULTINODE, InterScheme((bwd.name,), ((bwd.name,),), whole))
+    written = sum(footprint(r.kind, layer_dims(bwd, 64), bwd) for r in tensor_roles(bwd) if r.written)
+    compulsory = grad + weight_words(bwd, 64) + written
+    assert alone.dram_words == compulsory
+    # the producer's output goes to DRAM either way (kept for training): the segment
+    # adds the backward layer's own compulsory traffic, its gradient read included
+    assert estimate(net, MULTINODE, together).dram_words - producer_alone.dram_words == compulsory
 
 
 def test_validity_pruning_rejects_a_forwarded_piece_no_region_can_hold():
