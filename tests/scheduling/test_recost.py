@@ -47,6 +47,40 @@ def test_a_saved_schedule_costs_what_it_did_when_made(saved):
         assert mine.cost.energy == pytest.approx(theirs.cost.energy, rel=1e-12)
 
 
+def _older(doc):
+    """The document as kapla wrote it before it recorded which inputs came on chip and what was pinned."""
+    for lr in doc["layers"]:
+        for field in ("inputs_on_chip", "input_shared_from", "weights_pinned"):
+            lr.pop(field, None)
+    return doc
+
+
+def test_an_older_document_is_costed_as_the_schedule_it_holds(saved):
+    result, doc, net, arch = saved
+    again = recost(_older(json.loads(json.dumps(doc))), net, arch)
+    assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12) and again.time == result.time
+
+
+def test_a_whole_network_pinned_by_tangrams_rule_is_told_from_kaplas_in_an_older_document():
+    # MLP-L's layers in one spatial segment: TANGRAM's rule pins each slot's weights in its own
+    # region where they fit (not fc2's), kapla's pins every layer's in every node's share
+    net, arch = resolve_network("mlp_l", 64), load_arch("multinode")
+    from kapla.space.network.inter import inter_schemes, placements
+    from kapla.space.network.segments import SegmentPlan, slots_of
+
+    layers = tuple(layer.name for layer in net)
+    both = [s for run in (False, True) for s in inter_schemes(net, arch, SegmentPlan(layers, slots_of(net, layers)),
+                                                              run, share_inputs=False)
+            if s.pinned and s.layout == "spatial" and s.groups == 1 and not s.folded]
+    assert {bool(s.pins) for s in both} == {True, False}
+    result = kapla.schedule(net, arch, jobs=1)
+    doc = json.loads(json.dumps(result.to_dict()))
+    again = recost(_older(doc), net, arch)
+    assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12)
+    assert [lr.weights_pinned for lr in again.layers] == [lr.weights_pinned for lr in result.layers]
+    del placements
+
+
 def test_the_cases_cover_every_placement_a_document_records():
     docs = [_scheduled(*case)[1] for case in CASES[:2]]
     layers = [lr for doc in docs for lr in doc["layers"]]

@@ -13,16 +13,18 @@ schedule made by an older kapla, or costed with other energy tables, is
 compared with a new one under one model (the benchmarks' like-for-like
 comparison with a past revision).
 
-A document that does not say which inputs a layer read on chip, or whether it
-fetched its input once for its siblings (written before kapla recorded them),
-is read as not sharing inputs: the first scheme that places its layers on
-the same regions.
+A document written before kapla recorded which inputs a layer read on chip
+and whether its weights were pinned may fit several schemes of a segment
+(inputs fetched once for siblings or not; a whole-network segment pinned by
+kapla's rule or by TANGRAM's): the one whose cost comes nearest to the
+segment's energy the document states is taken.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +65,6 @@ def _recost(document: Mapping[str, Any], net: Network, arch: ArchSpec) -> Schedu
         missing = [name for name in names if name not in layers]
         if missing:
             raise RecostError(f"{where}: no layer entry for {', '.join(missing)}")
-        inter, places = _inter_scheme(net, arch, seg, layers, where)
         schemes = {}
         for name in names:
             try:
@@ -73,8 +74,16 @@ def _recost(document: Mapping[str, Any], net: Network, arch: ArchSpec) -> Schedu
                                         ifm_name=input_name(net, name))
             except SpecError as exc:
                 raise RecostError(f"{where}: {exc}") from None
-        segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
-        steps.append((names, segment, evaluate_segment(segment, arch, memo)))
+        costed = []
+        for inter, places in _inter_schemes(net, arch, seg, layers, where):
+            segment = SegmentScheme(inter.slots, places, schemes, inter.groups)
+            costed.append((segment, evaluate_segment(segment, arch, memo)))
+        # Placed alike by all the document says (one written before kapla recorded which
+        # layers' weights were pinned, where a segment pins them by kapla's rule or by
+        # TANGRAM's): the one whose cost comes nearest to what the document states.
+        stated = float(seg.get("energy_j", 0.0))
+        segment, cost = min(costed, key=lambda c: abs(c[1].total_energy - stated))
+        steps.append((names, segment, cost))
     return from_steps(net, arch, steps, solver=str(document.get("solver", "")),
                       objective=str(document.get("objective", "energy")), scheduler=str(document.get("scheduler", "")),
                       seconds=0.0, pinned_load_j=pinned_load(net, arch, [segment for _, segment, _ in steps]),
@@ -110,24 +119,28 @@ def _check_document(document: Mapping[str, Any], net: Network) -> None:
         raise RecostError(f"the schedule's segments do not cover the layers of '{net.name}' each once")
 
 
-def _inter_scheme(net: Network, arch: ArchSpec, seg: Mapping[str, Any], layers: Mapping[str, Mapping[str, Any]],
-                  where: str) -> tuple[InterScheme, dict[str, LayerPlacement]]:
-    """The scheme of TANGRAM's space that places the segment's layers as the document says."""
+def _inter_schemes(net: Network, arch: ArchSpec, seg: Mapping[str, Any], layers: Mapping[str, Mapping[str, Any]],
+                   where: str) -> list[tuple[InterScheme, dict[str, LayerPlacement]]]:
+    """The schemes of TANGRAM's space that place the segment's layers as the document says
+    (each distinct placement once)."""
     names = tuple(seg["layers"])
     slots = tuple(tuple(slot) for slot in seg["slots"])
     groups, pinned = int(seg.get("groups", 1)), bool(seg.get("pinned", False))
     plan = SegmentPlan(names, slots_of(net, names))
     wanted = {name: _placed(layers[name]) for name in names}
-    candidates: Sequence[InterScheme] = [inter for pin in (False, True) for share in (False, True)
-                                        for inter in inter_schemes(net, arch, plan, pin, share_inputs=share)]
-    for inter in candidates:
-        if inter.slots != slots or inter.groups != groups or inter.pinned != pinned:
-            continue
-        places = placements(net, arch, inter)
-        if all(_alike(_placement_of(places[name]), wanted[name]) for name in names):
-            return inter, places
-    raise RecostError(f"{where}: no scheme of '{arch.name}' runs it on the regions, groups and pinning "
-                      f"the schedule gives")
+    found: dict[tuple, tuple[InterScheme, dict[str, LayerPlacement]]] = {}
+    # pinned by kapla's rule (a search's pinned run), or not, or by TANGRAM's rule (the other run)
+    for share, run in itertools.product((False, True), (pinned, False) if pinned else (False,)):
+        for inter in inter_schemes(net, arch, plan, run, share_inputs=share):
+            if inter.slots != slots or inter.groups != groups or inter.pinned != pinned:
+                continue
+            places = placements(net, arch, inter)
+            if all(_alike(_placement_of(places[name]), wanted[name]) for name in names):
+                found.setdefault(tuple(_placement_of(places[name]) for name in names), (inter, places))
+    if not found:
+        raise RecostError(f"{where}: no scheme of '{arch.name}' runs it on the regions, groups and pinning "
+                          f"the schedule gives")
+    return list(found.values())
 
 
 def _placed(entry: Mapping[str, Any]) -> tuple:
@@ -138,19 +151,25 @@ def _placed(entry: Mapping[str, Any]) -> tuple:
         box = (tuple(region["origin"]), tuple(region["shape"]))
     except (KeyError, TypeError) as exc:
         raise RecostError(f"layer '{entry.get('name')}': its region is not [origin, shape]") from exc
-    onchip = entry.get("inputs_on_chip")
-    return box, cells, entry.get("input_shared_from"), None if onchip is None else tuple(onchip)
+    if "inputs_on_chip" not in entry:  # written before kapla recorded where a layer's inputs came from
+        return box, cells, _ANY, _ANY, _ANY
+    return (box, cells, entry.get("input_shared_from"), tuple(entry["inputs_on_chip"]),
+            entry.get("weights_pinned", _ANY))
 
 
 def _placement_of(place: LayerPlacement) -> tuple:
     region = place.region
     cells = tuple(region.cells()) if region.folded else None
-    return (region.origin, region.shape), cells, place.shares_input_of, place.onchip_inputs
+    return (region.origin, region.shape), cells, place.shares_input_of, place.onchip_inputs, place.pinned
+
+
+#: what a document does not say: any value fits
+_ANY = object()
 
 
 def _alike(place: tuple, wanted: tuple) -> bool:
-    """The placement is the document's (which inputs came on chip: any, where it does not say)."""
-    return place[:3] == wanted[:3] and (wanted[3] is None or place[3] == wanted[3])
+    """The placement is the one the document gives (as far as it says)."""
+    return all(w is _ANY or p == w for p, w in zip(place, wanted, strict=True))
 
 
 __all__ = ["RecostError", "read_document", "recost"]

@@ -60,6 +60,8 @@ class LayerResult:
     shares_input_of: str | None = None
     #: the layers of its segment whose outputs it reads on chip, forwarded over the NoC
     inputs_on_chip: tuple[str, ...] = ()
+    #: its weights stay on chip over the batches (model pinning)
+    weights_pinned: bool = False
 
     @property
     def region_text(self) -> str:
@@ -98,6 +100,7 @@ class LayerResult:
                        **({"nodes": [list(c) for c in self.folded]} if self.folded else {})},
             "directives": format_scheme(self.scheme),
             "inputs_on_chip": list(self.inputs_on_chip),
+            "weights_pinned": self.weights_pinned,
             **({"input_shared_from": self.shares_input_of} if self.shares_input_of else {}),
             **({"solver_details": dict(self.solver_details)} if self.solver_details else {}),
         }
@@ -251,7 +254,8 @@ def from_steps(net: Network, arch: ArchSpec, steps: Sequence[Step], *, solver: s
                                       (place.region.origin, place.region.shape),
                                       pes=place.region.nodes * arch.pes_per_node, chip_nodes=arch.num_nodes,
                                       folded=place.region.cells() if place.region.folded else (),
-                                      shares_input_of=place.shares_input_of, inputs_on_chip=place.onchip_inputs))
+                                      shares_input_of=place.shares_input_of, inputs_on_chip=place.onchip_inputs,
+                                      weights_pinned=place.pinned))
         for component, joules in cost.energy.items():
             energy[component] = energy.get(component, 0.0) + joules
         details.append(SegmentResult(tuple(names), segment.layout, segment.slots, cost.total_energy,
