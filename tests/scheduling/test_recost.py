@@ -10,6 +10,8 @@ import kapla
 from kapla.api import resolve_network
 from kapla.arch import load_arch
 from kapla.scheduling.recost import RecostError, recost
+from kapla.space.network.inter import inter_schemes
+from kapla.space.network.segments import SegmentPlan, slots_of
 
 # Cases that between them have every placement a document records: folded regions in a
 # spatial pipeline, batch groups, inputs fetched once for siblings, pinned weights, a training DAG.
@@ -61,13 +63,11 @@ def test_an_older_document_is_costed_as_the_schedule_it_holds(saved):
     assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12) and again.time == result.time
 
 
-def test_a_whole_network_pinned_by_tangrams_rule_is_told_from_kaplas_in_an_older_document():
+def test_an_older_document_of_a_whole_network_that_two_rules_could_pin_costs_as_its_schedule():
     # MLP-L's layers in one spatial segment: TANGRAM's rule pins each slot's weights in its own
-    # region where they fit (not fc2's), kapla's pins every layer's in every node's share
+    # region where they fit (not fc2's), kapla's pins every layer's in every node's share; a
+    # document that does not say which layers were pinned fits both (b03d48c's: docs/performance.md)
     net, arch = resolve_network("mlp_l", 64), load_arch("multinode")
-    from kapla.space.network.inter import inter_schemes, placements
-    from kapla.space.network.segments import SegmentPlan, slots_of
-
     layers = tuple(layer.name for layer in net)
     both = [s for run in (False, True) for s in inter_schemes(net, arch, SegmentPlan(layers, slots_of(net, layers)),
                                                               run, share_inputs=False)
@@ -78,7 +78,6 @@ def test_a_whole_network_pinned_by_tangrams_rule_is_told_from_kaplas_in_an_older
     again = recost(_older(doc), net, arch)
     assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12)
     assert [lr.weights_pinned for lr in again.layers] == [lr.weights_pinned for lr in result.layers]
-    del placements
 
 
 def test_the_cases_cover_every_placement_a_document_records():
