@@ -21,7 +21,10 @@ checks every result with the evaluator.
 each of --archs (batch 64 on multi-node presets, 1 elsewhere) with this tree
 and with git revision REV (its own checkout), case by case in one run, each
 side in its own worker process and one case at a time, and prints both
-energies, their ratio and both wall times; the last lines count the cases
+energies, the revision's schedule costed by this tree's model (`kapla
+recost`: like for like where the cost model changed between them), the ratio
+of this tree's energy to that one (to the revision's own where its schedule
+cannot be rebuilt here) and both wall times; the last lines count the cases
 whose energy is the same, lower and higher here. --jobs sets the worker
 processes of every case (default 1: each side solves in its own process;
 'default': kapla's default, the wall time a user sees). Each case also reports
