@@ -13,6 +13,7 @@ from kapla.search.network.tangram.scheduler import MAX_SEGMENT, kapla_dp
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import inter_schemes, pin_reserve, weight_words
 from kapla.space.network.segments import segment_plans
+from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
 
 
@@ -94,6 +95,22 @@ def test_lstm_weights_are_pinned_on_multinode():
         if layer.has_weights:
             accesses = result.layer(layer.name).cost.accesses["DRAM"]
             assert f"{layer.name}.w" not in accesses
+
+
+def test_a_network_whose_layer_has_no_scheme_under_kaplas_pinning_is_scheduled_without_it():
+    # 11 -> 8 channels over 9x9 at batch 2 on 16x16 nodes: the network's weights fit kapla's
+    # pin reserve, but with its weights held on chip the layer alone has no scheme; that
+    # run's failure failed the whole schedule ("no valid scheme"; found by hypothesis in
+    # tests/scheduling/test_recost.py), where the run without kapla's pinning has one
+    b = NetworkBuilder("small", batch=2)
+    conv = b.conv("c0", b.input("in", 11, height=9, width=9), 8, 3, pad=1)
+    b.fc("fc", conv, 10)
+    net = b.build()
+    assert pin_reserve(net, MULTINODE) is not None
+    result = schedule(net, MULTINODE, jobs=1)
+    assert result.valid
+    for layer in net:
+        assert evaluate(result.layer(layer.name).scheme, MULTINODE).validity.ok
 
 
 @pytest.mark.parametrize(("name", "from_dram"), [("lstm_m", set()), ("mlp_m", set()), ("mlp_l", {"fc2"})])

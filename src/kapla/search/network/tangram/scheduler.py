@@ -525,8 +525,16 @@ class TangramScheduler(NetworkScheduler):
         stats = PruneStats()
         stopped: Search | None = None
         for pinned in runs:
-            found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
-                                    reserve or 0, stats, self.folded, self.share_inputs)
+            try:
+                found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
+                                        reserve or 0, stats, self.folded, self.share_inputs)
+            except NoSchemeError:
+                if not pinned:
+                    raise
+                # a layer that has no scheme with its weights held on chip (every iteration
+                # of some loop reading them from the buffer would idle): no pinned schedule,
+                # the unpinned run's stands
+                continue
             if best is None or found[0] < best[0]:
                 best = found
             if search.stopped is not None:  # out of time (or interrupted): the other run is not started
