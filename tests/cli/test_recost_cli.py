@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -22,3 +23,15 @@ def test_kapla_recost_prints_both_figures_and_writes_json(tmp_path):
     assert json.loads(out.read_text())["energy_j"] == pytest.approx(stated, rel=1e-12)
     bad = runner.invoke(app, ["recost", str(tmp_path / "missing.json")])
     assert bad.exit_code != 0 and bad.output.startswith("error:") and "cannot read" in bad.output
+
+
+def test_a_schedule_of_a_network_file_is_costed_with_net_and_asks_for_it_without(tmp_path):
+    runner = CliRunner()
+    network = Path(__file__).resolve().parents[2] / "examples" / "small_cnn.yaml"
+    saved_path = tmp_path / "s.json"
+    assert runner.invoke(app, ["schedule", str(network), "--arch", "edge", "--batch", "1", "--jobs", "1",
+                               "--json", str(saved_path)]).exit_code == 0
+    asked = runner.invoke(app, ["recost", str(saved_path)])
+    assert asked.exit_code != 0 and asked.output.startswith("error:") and "--net" in asked.output
+    run = runner.invoke(app, ["recost", str(saved_path), "--net", str(network)])
+    assert run.exit_code == 0 and "(1.0000x)" in run.output

@@ -9,7 +9,9 @@ from kapla.arch import load_arch
 from kapla.cli.common import check_output, console, emit_json, json_option
 from kapla.cli.report_cmd import write_report
 from kapla.cli.schedule_cmd import _print_layers, _print_segments, _print_summary
+from kapla.errors import KaplaError
 from kapla.scheduling.recost import read_document
+from kapla.workload.zoo import canonical_name
 
 
 @click.command("recost")
@@ -38,6 +40,9 @@ def recost_cmd(result: str, arch_name: str | None, net_name: str | None, report_
     check_output(report_path, "--report")
     doc = read_document(result)
     arch = load_arch(arch_name if arch_name is not None else str(doc.get("arch")))
+    if net_name is None and canonical_name(str(doc.get("network"))) is None:
+        raise KaplaError(f"{result}: its network '{doc.get('network')}' is not a zoo network: give its file "
+                         "with --net")
     again = recost(doc, net_name, arch)
     if json_out is not None or report_path is not None:
         costed = again.to_dict()
