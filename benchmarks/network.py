@@ -285,8 +285,7 @@ def network(name, batch, training):
     return llama3_8b(batch, layers=int(blocks))
 
 
-print("ready", flush=True)
-def recost(doc, net, arch, batch, training):
+def costed_here(doc, net, arch, batch, training):
     # a schedule (another revision's) costed by this kapla's model: (energy, valid) or an error
     from kapla.api import resolve_network
     from kapla.arch import load_arch
@@ -296,11 +295,12 @@ def recost(doc, net, arch, batch, training):
     return dict(energy=r.energy_j, valid=r.valid)
 
 
+print("ready", flush=True)
 for line in sys.stdin:
     asked = json.loads(line)
     if isinstance(asked, dict):
         try:
-            print(json.dumps(recost(asked["doc"], *asked["case"][:4])), flush=True)
+            print(json.dumps(costed_here(asked["doc"], *asked["case"][:4])), flush=True)
         except (kapla.KaplaError, KeyError, ImportError) as exc:
             print(json.dumps(dict(error=f"{type(exc).__name__}: {exc}")), flush=True)
         continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -25,8 +26,14 @@ CASES = [
 ]
 
 
+@functools.cache
+def _schedule(net: str, arch: str, batch: int, training: bool):
+    return kapla.schedule(net, arch, batch=batch, training=training, jobs=1)
+
+
 def _scheduled(net: str, arch: str, batch: int, training: bool):
-    result = kapla.schedule(net, arch, batch=batch, training=training, jobs=1)
+    """The case's schedule (made once for the module) and a fresh copy of its document, as a file would give it."""
+    result = _schedule(net, arch, batch, training)
     return result, json.loads(json.dumps(result.to_dict()))
 
 

@@ -135,8 +135,9 @@ def _inter_schemes(net: Network, arch: ArchSpec, seg: Mapping[str, Any], layers:
             if inter.slots != slots or inter.groups != groups or inter.pinned != pinned:
                 continue
             places = placements(net, arch, inter)
-            if all(_alike(_placement_of(places[name]), wanted[name]) for name in names):
-                found.setdefault(tuple(_placement_of(places[name]) for name in names), (inter, places))
+            placed = tuple(_placement_of(places[name]) for name in names)
+            if all(_alike(place, wanted[name]) for place, name in zip(placed, names, strict=True)):
+                found.setdefault(placed, (inter, places))
     if not found:
         raise RecostError(f"{where}: no scheme of '{arch.name}' runs it on the regions, groups and pinning "
                           f"the schedule gives")

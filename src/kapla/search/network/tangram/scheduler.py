@@ -531,9 +531,8 @@ class TangramScheduler(NetworkScheduler):
             except NoSchemeError:
                 if not pinned:
                     raise
-                # a layer that has no scheme with its weights held on chip (every iteration
-                # of some loop reading them from the buffer would idle): no pinned schedule,
-                # the unpinned run's stands
+                # some layer has no scheme with its weights held on chip by kapla's rule:
+                # there is no such schedule, and the run without that pinning's stands
                 continue
             if best is None or found[0] < best[0]:
                 best = found
