@@ -73,6 +73,18 @@ def test_an_older_document_is_costed_as_the_schedule_it_holds(saved):
     assert again.energy_j == pytest.approx(result.energy_j, rel=1e-12) and again.time == result.time
 
 
+def test_an_older_document_stating_no_segment_energy_is_costed_as_a_valid_schedule():
+    # ResNet-18's training DAG on edge has segments an older document leaves open to two
+    # placements, one of which today's model finds invalid (costed at nothing): it must not
+    # stand in for the valid one, however near the stated energy (here none) its cost is
+    result, doc = _scheduled("resnet18", "edge", 1, True)
+    older = _older(doc)
+    for seg in older["segment_details"]:
+        seg.pop("energy_j")
+    again = recost(older, resolve_network("resnet18", 1, True), load_arch("edge"))
+    assert again.valid and again.energy_j > 0
+
+
 def test_an_older_document_of_a_whole_network_that_two_rules_could_pin_costs_as_its_schedule():
     # MLP-L's layers in one spatial segment: TANGRAM's rule pins each slot's weights in its own
     # region where they fit (not fc2's), kapla's pins every layer's in every node's share; a
@@ -162,3 +174,8 @@ def test_any_schedule_read_back_costs_what_it_did(net, arch_name, training):
         again = recost(doc, net, arch)
         assert again.valid == result.valid
         assert again.energy_j == pytest.approx(result.energy_j, rel=1e-9) and again.time == result.time
+    # an older document stating no segment's energy: a valid reading of it, whichever
+    blind = _older(json.loads(json.dumps(result.to_dict())))
+    for seg in blind["segment_details"]:
+        seg.pop("energy_j")
+    assert recost(blind, net, arch).valid == result.valid

@@ -80,9 +80,11 @@ def _recost(document: Mapping[str, Any], net: Network, arch: ArchSpec) -> Schedu
             costed.append((segment, evaluate_segment(segment, arch, memo)))
         # Placed alike by all the document says (one written before kapla recorded which
         # layers' weights were pinned, where a segment pins them by kapla's rule or by
-        # TANGRAM's): the one whose cost comes nearest to what the document states.
+        # TANGRAM's): a valid one before any invalid one (which costs nothing: it would
+        # come nearest to a small stated energy, or to none), then the one whose cost
+        # comes nearest to what the document states.
         stated = float(seg.get("energy_j", 0.0))
-        segment, cost = min(costed, key=lambda c: abs(c[1].total_energy - stated))
+        segment, cost = min(costed, key=lambda c: (not c[1].valid, abs(c[1].total_energy - stated)))
         steps.append((names, segment, cost))
     return from_steps(net, arch, steps, solver=str(document.get("solver", "")),
                       objective=str(document.get("objective", "energy")), scheduler=str(document.get("scheduler", "")),
