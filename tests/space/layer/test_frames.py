@@ -199,3 +199,25 @@ def test_a_layer_whose_widest_partitions_tile_nothing_below_runs_on_fewer_nodes(
                  causal=True)
     result = kapla.schedule(decoder("prefill", cfg, 1, 81), arch, jobs=1, pipelining=False)  # layer by layer: quicker
     assert result.valid and all(lr.cost.valid for lr in result.layers)
+
+
+def test_what_frames_share_cannot_be_changed_through_one_of_them():
+    """A level's choice is shared by the many frames built on it, and its arrays with
+    them (its unit block, the frames' sharing factors): none can be changed in place
+    through one frame's evaluator, which would change every other frame's costs."""
+    from kapla.arch import load_arch
+
+    spec = load_arch("multinode_4x4")
+    every = frames(Layer("c", Op.CONV, c=12, k=16, h=6, w=6, s=3, r=3), 2, spec)
+    evs = [FrameEvaluator(f, spec) for f in every]
+    by_choice = {}
+    for ev in evs:
+        by_choice.setdefault(id(ev.frame.spatial[0]), []).append(ev)
+    assert any(len(group) > 1 for group in by_choice.values())
+    for group in by_choice.values():
+        assert all(ev.mu is group[0].mu for ev in group)
+    ev = next(ev for ev in evs if ev.shr)
+    with pytest.raises(ValueError):
+        ev.mu[0] = 7
+    with pytest.raises(TypeError):
+        ev.shr[next(iter(ev.shr))] = 1  # type: ignore[index]

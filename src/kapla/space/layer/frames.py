@@ -19,9 +19,10 @@ the same (:func:`kapla.space.layer.skeletons.distinct_orders`), as arrays.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class Frame:
     def dims(self) -> tuple[int, ...]:
         """Columns of the dims blocking splits (more than one step left); kept
         (the frame is immutable): merging frames' nests asks for it per level."""
-        return tuple(j for j, n in enumerate(self.rest) if n > 1)
+        return _split_dims(self.rest)
 
     @property
     def relaxed(self) -> bool:
@@ -75,6 +76,26 @@ class Frame:
                  if sp.stacks or sp.unit]
         shared = ",".join(f"{k}/{n}" for k, n in self.shr)
         return " | ".join(parts + ([f"shr {shared}"] if shared else [])) or "no unrolling"
+
+
+@lru_cache(maxsize=1 << 12)
+def _split_dims(rest: tuple[int, ...]) -> tuple[int, ...]:
+    # thousands of a layer's frames leave the same rest
+    return tuple(j for j, n in enumerate(rest) if n > 1)
+
+
+@lru_cache(maxsize=1 << 10)
+def _sharing_factors(shr: tuple[tuple[Kind, int], ...]) -> Mapping[Kind, np.int64]:
+    # a layer's frames share a handful of sharing choices (read-only: shared by them)
+    return MappingProxyType({k: np.int64(n) for k, n in shr})
+
+
+@lru_cache(maxsize=1 << 12)
+def _dims_mask(dims: tuple[int, ...]) -> np.ndarray:
+    mask = np.zeros(ND, dtype=bool)
+    mask[list(dims)] = True
+    mask.setflags(write=False)  # shared by every frame with these dims
+    return mask
 
 
 def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list[Frame]:
@@ -183,12 +204,11 @@ class FrameEvaluator:
         self.frame = frame
         self.hw = arch if isinstance(arch, Hardware) else hardware(arch)
         self.levels = len(frame.spatial)
-        self.mu = np.array([dict(frame.spatial[0].unit).get(d, 1) for d in DIMS], dtype=np.int64)
-        self.inner = [(DIM_INDEX[lp.dim], lp.count) for lp in frame.spatial[0].inner]
-        self.shr = {k: np.int64(n) for k, n in frame.shr}
+        self.mu = frame.spatial[0].unit_row
+        self.inner = frame.spatial[0].inner_columns
+        self.shr = _sharing_factors(frame.shr)
         # per level, its stacks' dims, rows and columns as lists, for :func:`merged_nests`
-        self.stack_lists = [([DIM_INDEX[s.dim] for s in sp.stacks], [s.rows for s in sp.stacks],
-                             [s.cols for s in sp.stacks]) for sp in frame.spatial]
+        self.stack_lists = [sp.stack_lists for sp in frame.spatial]
 
     @cached_property
     def spatial(self) -> list[np.ndarray]:
@@ -258,11 +278,9 @@ class FrameEvaluator:
             return orders
         return orders[self._looping_mask[orders]].reshape(orders.shape[0], len(keep))
 
-    @cached_property
+    @property
     def _looping_mask(self) -> np.ndarray:
-        mask = np.zeros(ND, dtype=bool)
-        mask[list(self.frame.dims)] = True
-        return mask
+        return _dims_mask(self.frame.dims)
 
     @cached_property
     def coverage_layout(self) -> tuple[list[int], list[int], tuple[int, ...]]:
@@ -355,14 +373,22 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
     padded and stacked, built for all frames at once (the frames are many, their
     blockings often few: per-frame arrays would cost a numpy call each)."""
     groups: dict[tuple, list[int]] = {}
+    # a layer is told by its value, each object hashed once (the frames are thousands, their layers few)
+    first_of: dict[Layer, int] = {}
+    tag_of: dict[int, int] = {}
     for i, (ev, _) in enumerate(parts):
+        layer = ev.frame.layer
+        tag = tag_of.get(id(layer))
+        if tag is None:
+            tag = tag_of[id(layer)] = first_of.setdefault(layer, id(layer))
         # frames of another layer, batch or depth never share a batch
-        groups.setdefault((ev.frame.layer, ev.frame.batch, ev.levels), []).append(i)
+        groups.setdefault((tag, ev.frame.batch, ev.levels), []).append(i)
     for members in groups.values():
         evs = [parts[i][0] for i in members]
         bs = [parts[i][1] for i in members]
         merged = _merge(evs, bs)
-        starts = np.cumsum([0] + [len(b.rows) for b in bs])
+        # plain ints: thousands of slices of numpy scalars cost more than the model call
+        starts = list(itertools.accumulate((len(b.rows) for b in bs), initial=0))
         yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
 
 

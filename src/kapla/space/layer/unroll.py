@@ -25,12 +25,15 @@ import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from kapla.arch.spec import ArchSpec
 from kapla.arch.unroll import Unroll
 from kapla.dataflow.directives import Loop, Stack
 from kapla.dataflow.mapping import PeMapping, covered_extents, pe_mappings, relaxed
-from kapla.dataflow.tensors import DIMS, as_block, tensor_roles
+from kapla.dataflow.tensors import DIM_INDEX, DIMS, as_block, tensor_roles
 from kapla.model.hardware import hardware
 from kapla.model.rules import block_words, fits
 from kapla.space.layer.skeletons import PARTITION_DIMS, partitions_by_nodes, splits_evenly
@@ -54,6 +57,26 @@ class Spatial:
     def covered(self) -> dict[str, int]:
         """Extent of each dim one pass of the level's units covers."""
         return covered_extents(self.unit, self.stacks, self.inner)
+
+    @cached_property
+    def unit_row(self) -> np.ndarray:
+        """``(8,)`` its unit block per dim, in DIMS order (read-only: shared by the frames built on it)."""
+        given = dict(self.unit)
+        row = np.array([given.get(d, 1) for d in DIMS], dtype=np.int64)
+        row.setflags(write=False)
+        return row
+
+    @cached_property
+    def inner_columns(self) -> tuple[tuple[int, int], ...]:
+        """Its fixed loops as (dim column, count), outermost first."""
+        return tuple((DIM_INDEX[lp.dim], lp.count) for lp in self.inner)
+
+    @cached_property
+    def stack_lists(self) -> tuple[list[int], list[int], list[int]]:
+        """Its stacks' dim columns, rows and columns of units, as lists (worked out once:
+        one choice is shared by the many frames built on it, each costed as arrays of these)."""
+        return ([DIM_INDEX[s.dim] for s in self.stacks], [s.rows for s in self.stacks],
+                [s.cols for s in self.stacks])
 
     def describe(self) -> str:
         text = " ".join(f"{s.dim}{s.count}" for s in self.stacks) or "-"

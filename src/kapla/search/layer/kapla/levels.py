@@ -482,7 +482,8 @@ def _model_ranked(space: LayerSpace, top: int, beam: int) -> tuple[list[tuple[in
     with a register block re-ranked by their best one's energy (everything else
     one level up); the best ``top`` of either ranking."""
     evs = [space.evaluator(i) for i in range(len(space))]
-    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev)) for ev in evs], _feed_of(space))]
+    shared: dict[tuple[int, tuple[int, ...]], Blockings] = {}  # frames alike in depth and rest share one
+    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev, shared)) for ev in evs], _feed_of(space))]
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
@@ -716,11 +717,20 @@ def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
     return Blockings(units, (lefts,) + (ones,) * (n - 1), rows, (np.concatenate(here),) + (ident,) * (n - 1))
 
 
-def _canonical(ev: FrameEvaluator) -> Blockings:
-    n = ev.levels
+def _canonical(ev: FrameEvaluator, known: dict[tuple[int, tuple[int, ...]], Blockings]) -> Blockings:
+    """The frame's blocking of the smallest blocks, the rest looping at the top (kept in ``known``
+    by depth and rest: it depends on nothing else, and the model ranks thousands of frames)."""
+    key = (ev.levels, ev.frame.rest)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _canonical_of(*key)
+    return found
+
+
+def _canonical_of(n: int, rest: tuple[int, ...]) -> Blockings:
     # one row of ones serves the unit and every level below the top (the nests only read them)
     ones = np.ones((1, ND), np.int64)
-    counts = (ones,) * (n - 1) + (np.array([ev.frame.rest], dtype=np.int64),)
+    counts = (ones,) * (n - 1) + (np.array([rest], dtype=np.int64),)
     ident = np.arange(ND, dtype=np.int64)[None, :]
     return Blockings(ones, counts, np.zeros(1, np.int64), (ident,) * n)
 
