@@ -91,8 +91,7 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
     layer, batch = frames[0].layer, frames[0].batch
     full = np.array([layer_dims(layer, batch)[d] for d in DIMS], dtype=np.int64)
     rows: dict = {}  # a row's index in ``unique``
-    unique: list[tuple] = []
-    memo: dict = {}  # per spatial choice, grid and rest: what rows share (see _row)
+    unique: list[Frame] = []
     which = np.empty(len(frames), dtype=np.int64)
     shr = {k: np.ones(len(frames), dtype=np.int64) for k in Kind}
     for i, f in enumerate(frames):
@@ -103,68 +102,94 @@ def frame_arrays(frames: Sequence[Frame], arch: ArchSpec) -> FrameArrays:
         at = rows.get(key)
         if at is None:
             at = rows[key] = len(unique)
-            unique.append(_row(f, arch, memo))
+            unique.append(f)
         which[i] = at
-    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = (np.array(c)[which] for c in zip(
-        *unique, strict=True))
-    M = max(len(frames[0].spatial) - 2, 0)
-    return FrameArrays(layer, full, rest.astype(np.int64), mu.astype(np.int64), s0.astype(np.int64),
-                       in0.astype(np.int64), s1.astype(np.int64), shr, dist.astype(float), nodes.astype(float),
-                       pes.astype(float), trips.astype(float), choices.astype(np.int64),
-                       below.astype(np.int64).reshape(len(frames), M, ND), units.astype(float).reshape(len(frames), M))
+    rest, mu, s0, in0, s1, dist, nodes, pes, trips, choices, below, units = _rows(unique, arch)
+    M = below.shape[1]
+    return FrameArrays(layer, full, rest[which], mu[which], s0[which], in0[which], s1[which], shr, dist[which],
+                       nodes[which], pes[which], trips[which], choices[which],
+                       below[which].reshape(len(frames), M, ND), units[which].reshape(len(frames), M))
 
 
-def _row(frame: Frame, arch: ArchSpec, memo: dict) -> tuple:
-    spatial = frame.spatial
-    node = len(spatial) - 1 if len(spatial) >= 2 else None
-    mu = _level_vectors(spatial[0], memo)[0]
-    s0, in0, s1 = [1] * ND, [1] * ND, [1] * ND
-    for level, sp in enumerate(spatial):
-        _, stacks, inner, _ = _level_vectors(sp, memo)
+def _rows(frames: Sequence[Frame], arch: ArchSpec) -> tuple[np.ndarray, ...]:
+    """The numbers of each of ``frames`` (one spatial choice and rest each), as arrays:
+    each level's choices are few and shared by many frames, so their factors are
+    looked up per level and multiplied across levels for all frames at once."""
+    levels = len(frames[0].spatial)
+    node = levels - 1 if levels >= 2 else None
+    # per level: each frame's choice, as an index into that level's table of distinct choices
+    tables: list[list[Spatial]] = [[] for _ in range(levels)]
+    index: list[dict[int, int]] = [{} for _ in range(levels)]
+    picks = np.empty((len(frames), levels), dtype=np.int64)
+    for n, f in enumerate(frames):
+        for level, sp in enumerate(f.spatial):
+            at = index[level].get(id(sp))
+            if at is None:
+                at = index[level][id(sp)] = len(tables[level])
+                tables[level].append(sp)
+            picks[n, level] = at
+    vectors = [_choice_vectors(table) for table in tables]  # per level: unit, stacks, inner, grid, count
+    ones = np.ones((len(frames), ND), dtype=np.int64)
+    mu = vectors[0][0][picks[:, 0]]
+    s0, in0, s1 = ones, ones, ones
+    for level in range(levels):
+        _, stacks, inner, _, _ = vectors[level]
         if level == node:
-            s1 = stacks
+            s1 = stacks[picks[:, level]]
         else:
-            s0 = [a * b for a, b in zip(s0, stacks, strict=True)]
-            in0 = [a * b for a, b in zip(in0, inner, strict=True)]
-    grid = (1, 1)
-    if node is not None:
-        grid = _level_vectors(spatial[node], memo)[3]
-    if grid not in memo:
-        memo[grid] = channel_distance(arch, grid) if arch.node_level is not None else 0.0
-    rest = frame.rest
+            s0 = s0 * stacks[picks[:, level]]
+            in0 = in0 * inner[picks[:, level]]
+    # the chip's mean distance to DRAM from a block of nodes, per grid of nodes used
+    if node is None:
+        grids = [(1, 1)]
+        grid_of = np.zeros(len(frames), dtype=np.int64)
+    else:
+        grids = [tuple(g) for g in vectors[node][3].tolist()]
+        grid_of = picks[:, node]
+    by_grid: dict[tuple[int, int], float] = {}
+    for g in grids:
+        if g not in by_grid:
+            by_grid[g] = channel_distance(arch, g) if arch.node_level is not None else 0.0
+    dist = np.array([by_grid[g] for g in grids], dtype=float)[grid_of]
+    rest = np.array([f.rest for f in frames], dtype=np.int64).reshape(len(frames), ND)
+    table = {r: [_split_choices(n) for n in r] for r in dict.fromkeys(f.rest for f in frames)}
+    choices = np.array([table[f.rest] for f in frames], dtype=np.int64)
     # the levels between the PEs and the node level: the stacks below each, its units per node
-    below, units = [], []
-    if len(spatial) > 2:
-        acc = [1] * ND
-        for level, sp in enumerate(spatial[:-1]):
-            if level:
-                below.append(list(acc))
-                units.append(math.prod(st.count for k in range(level, len(spatial) - 1) for st in spatial[k].stacks))
-            for st in sp.stacks:
-                acc[DIM_INDEX[st.dim]] *= st.count
-    choices = memo.get(rest)
-    if choices is None:
-        choices = memo[rest] = [_split_choices(n) for n in rest]
-    return (rest, mu, s0, in0, s1, memo[grid], math.prod(s1), math.prod(s0),
-            math.prod(mu) * math.prod(in0) * math.prod(rest), choices, below, units)
+    between = range(1, levels - 1) if levels > 2 else range(0)
+    below = np.ones((len(frames), len(between), ND), dtype=np.int64)
+    units = np.ones((len(frames), len(between)), dtype=np.int64)
+    acc = ones
+    for level in range(levels - 1):
+        if level:
+            below[:, level - 1] = acc
+            for k in range(level, levels - 1):
+                units[:, level - 1] = units[:, level - 1] * vectors[k][4][picks[:, k]]
+        acc = acc * vectors[level][1][picks[:, level]]
+    trips = np.prod(mu, axis=1) * np.prod(in0, axis=1) * np.prod(rest, axis=1)
+    return (rest, mu, s0, in0, s1, dist, np.prod(s1, axis=1).astype(float), np.prod(s0, axis=1).astype(float),
+            trips.astype(float), choices, below, units.astype(float))
 
 
-def _level_vectors(sp: Spatial, cache: dict) -> tuple[list[int], list[int], list[int], tuple[int, int]]:
-    """A level's spatial choice as per-dim factors (DIMS order): its unit block, its
-    stacks and its innermost loops, and its grid of units (rows, columns); kept in
-    ``cache`` by identity (the frames of a space share their levels' choices)."""
-    got = cache.get(id(sp))
-    if got is None:
-        unit, stacks, inner = [1] * ND, [1] * ND, [1] * ND
-        for d, n in sp.unit:
-            unit[DIM_INDEX[d]] *= n
+def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per spatial choice of one level: its unit block, stacks and innermost loops
+    as per-dim factors (DIMS order), its grid of units (rows, columns) and the
+    units its stacks use."""
+    unit = np.ones((len(table), ND), dtype=np.int64)
+    stacks = np.ones((len(table), ND), dtype=np.int64)
+    inner = np.ones((len(table), ND), dtype=np.int64)
+    grid = np.ones((len(table), 2), dtype=np.int64)
+    count = np.ones(len(table), dtype=np.int64)
+    for n, sp in enumerate(table):
+        for d, k in sp.unit:
+            unit[n, DIM_INDEX[d]] *= k
         for st in sp.stacks:
-            stacks[DIM_INDEX[st.dim]] *= st.count
+            stacks[n, DIM_INDEX[st.dim]] *= st.count
+            grid[n, 0] *= st.rows
+            grid[n, 1] *= st.cols
+            count[n] *= st.count
         for lp in sp.inner:
-            inner[DIM_INDEX[lp.dim]] *= lp.count
-        grid = (math.prod(st.rows for st in sp.stacks), math.prod(st.cols for st in sp.stacks))
-        got = cache[id(sp)] = (unit, stacks, inner, grid)
-    return got
+            inner[n, DIM_INDEX[lp.dim]] *= lp.count
+    return unit, stacks, inner, grid, count
 
 
 @functools.lru_cache(maxsize=4096)
