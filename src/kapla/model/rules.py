@@ -110,18 +110,6 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
     return Coverage(full, dims, counts, steps, labels or [""] * L, idle, counts < 1, reach, unit > full, unit)
 
 
-def lists_coverage(full: np.ndarray, units: list[list[int]], loops: list[list[tuple[str, int]]]) -> np.ndarray:
-    """:func:`tile_coverage` of nests given as Python lists: per nest its unit
-    block (in DIMS order) and its ``(dim, count)`` loops innermost first; ``(M,)`` ok."""
-    width = max((len(lp) for lp in loops), default=0)
-    dims = np.zeros((len(loops), width), dtype=np.int64)
-    counts = np.ones((len(loops), width), dtype=np.int64)
-    for i, lp in enumerate(loops):
-        for k, (d, n) in enumerate(lp):
-            dims[i, k], counts[i, k] = DIM_INDEX[d], n
-    return tile_coverage(full, np.array(units, dtype=np.int64).reshape(len(loops), len(DIMS)), dims, counts).ok
-
-
 def coverage(nests: Nests) -> Coverage:
     """The coverage of every dimension by every nest (see the module docstring)."""
     dims, counts, labels = nests.dim_loops()
@@ -364,7 +352,7 @@ def idle_dims(cov: Coverage, m: int = 0) -> list[str]:
 
 __all__ = [
     "Coverage", "arrays", "block_words", "buffer_bits", "buffer_words", "capacity", "capacity_violations",
-    "coverage", "coverage_ok", "coverage_violations", "fits", "held_words", "idle_dims", "lists_coverage",
+    "coverage", "coverage_ok", "coverage_violations", "fits", "held_words", "idle_dims",
     "scheme_buffer_words", "sharing", "tile_coverage", "used_units", "wholly_beyond",
 ]
 

@@ -33,7 +33,7 @@ from kapla.model.cost import Costs, evaluate_nests
 from kapla.model.feed import Feed
 from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
-from kapla.model.rules import block_words, fits, lists_coverage, tile_coverage
+from kapla.model.rules import block_words, fits, tile_coverage
 from kapla.space.layer.skeletons import (
     NodePartition,
     class_table,
@@ -163,20 +163,41 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
 
 def _covers(full: dict[str, int], found) -> np.ndarray:
     """Frames whose blocks tile the layer with each rest looping at the top
-    (:func:`kapla.model.rules.tile_coverage`), all at once."""
+    (:func:`kapla.model.rules.tile_coverage`), all at once. Each level's few
+    distinct choices give their loops (stacks, then fixed loops innermost first)
+    once, padded with loops of one iteration, which change no coverage."""
     if not found:
         return np.zeros(0, dtype=bool)
-    loops = []
-    units = []
-    for spatial, rest in found:
-        lp = []
-        unit = dict(spatial[0].unit)
-        for sp in spatial:
-            lp += [(st.dim, st.count) for st in sp.stacks] + [(lp_.dim, lp_.count) for lp_ in reversed(sp.inner)]
-        lp += [(d, rest[j]) for j, d in enumerate(DIMS) if rest[j] > 1]
-        loops.append(lp)
-        units.append([unit.get(d, 1) for d in DIMS])
-    return lists_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, loops)
+    levels = len(found[0][0])
+    index: list[dict[int, int]] = [{} for _ in range(levels)]
+    tables: list[list[Spatial]] = [[] for _ in range(levels)]
+    picks = np.empty((len(found), levels), dtype=np.int64)
+    for n, (spatial, _) in enumerate(found):
+        for level, sp in enumerate(spatial):
+            at = index[level].get(id(sp))
+            if at is None:
+                at = index[level][id(sp)] = len(tables[level])
+                tables[level].append(sp)
+            picks[n, level] = at
+    dims, counts = [], []
+    for level, table in enumerate(tables):
+        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks]
+                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(sp.inner)] for sp in table]
+        width = max((len(lp) for lp in loops), default=0)
+        d = np.zeros((len(table), width), dtype=np.int64)
+        c = np.ones((len(table), width), dtype=np.int64)
+        for k, lp in enumerate(loops):
+            for j, (dim, count) in enumerate(lp):
+                d[k, j], c[k, j] = dim, count
+        dims.append(d[picks[:, level]])
+        counts.append(c[picks[:, level]])
+    # what is left loops at the top, once per dim (one iteration where nothing is left)
+    rest = np.array([r for _, r in found], dtype=np.int64).reshape(len(found), ND)
+    dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), rest.shape))
+    counts.append(rest)
+    units = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
+    return tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, np.concatenate(dims, axis=1),
+                         np.concatenate(counts, axis=1)).ok
 
 
 @dataclass(frozen=True, eq=False)
