@@ -168,17 +168,7 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     once, padded with loops of one iteration, which change no coverage."""
     if not found:
         return np.zeros(0, dtype=bool)
-    levels = len(found[0][0])
-    index: list[dict[int, int]] = [{} for _ in range(levels)]
-    tables: list[list[Spatial]] = [[] for _ in range(levels)]
-    picks = np.empty((len(found), levels), dtype=np.int64)
-    for n, (spatial, _) in enumerate(found):
-        for level, sp in enumerate(spatial):
-            at = index[level].get(id(sp))
-            if at is None:
-                at = index[level][id(sp)] = len(tables[level])
-                tables[level].append(sp)
-            picks[n, level] = at
+    picks, tables = _choices([spatial for spatial, _ in found])
     dims, counts = [], []
     for level, table in enumerate(tables):
         loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks]
@@ -198,6 +188,24 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     units = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
     return tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, np.concatenate(dims, axis=1),
                          np.concatenate(counts, axis=1)).ok
+
+
+def _choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, list[list[Spatial]]]:
+    """Each level's distinct choices among frames' ``spatials`` (one depth), and
+    ``(F, levels)`` which one each frame takes: frames are many, a level's choices
+    few and shared (told by identity), so what a choice gives is worked out once."""
+    levels = len(spatials[0])
+    index: list[dict[int, int]] = [{} for _ in range(levels)]
+    tables: list[list[Spatial]] = [[] for _ in range(levels)]
+    picks = np.empty((len(spatials), levels), dtype=np.int64)
+    for n, spatial in enumerate(spatials):
+        for level, sp in enumerate(spatial):
+            at = index[level].get(id(sp))
+            if at is None:
+                at = index[level][id(sp)] = len(tables[level])
+                tables[level].append(sp)
+            picks[n, level] = at
+    return picks, tables
 
 
 @dataclass(frozen=True, eq=False)
@@ -414,43 +422,60 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
 
 
 def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
-    """The nests of frames ``evs`` (one layer, batch and depth) with blockings ``bs``, as one."""
+    """The nests of frames ``evs`` (one layer, batch and depth) with blockings ``bs``, as one.
+    What a frame's spatial choices and sharing give is laid out once per distinct
+    choice and picked for each frame (a model ranking merges thousands of frames)."""
     first = evs[0]
     levels = first.levels
     combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
     cands = np.array([b.rows.shape[0] for b in bs], dtype=np.int64)
     offsets = np.cumsum(combos) - combos
     rows = np.concatenate([b.rows for b in bs]) + np.repeat(offsets, cands)
-    unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
+    picks, tables = _choices([ev.frame.spatial for ev in evs])
+    mu = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
+    unit = np.repeat(mu, combos, axis=0) * np.concatenate([b.unit for b in bs])
     stacks = []
     for lvl in range(levels):
-        lists = [ev.stack_lists[lvl] for ev in evs]
+        lists = [sp.stack_lists for sp in tables[lvl]]
         width = max(len(dims) for dims, _, _ in lists)
-        stacks.append(Stacks(*(np.repeat(_padded_rows([x[f] for x in lists], width, fill), combos, axis=0)
+        stacks.append(Stacks(*(np.repeat(_padded_rows([x[f] for x in lists], width, fill)[picks[:, lvl]], combos,
+                                         axis=0)
                                for f, fill in ((0, 0), (1, 1), (2, 1)))))
     # per candidate, the dims of the frame that loop (the others loop once at every level)
-    looping = np.repeat(np.stack([ev._looping_mask for ev in evs]), cands, axis=0)
+    split = np.array([ev.frame.rest for ev in evs], dtype=np.int64).reshape(len(evs), ND) > 1
+    looping = np.repeat(split, cands, axis=0)
+    inner = [sp.inner_columns for sp in tables[0]]
+    inner_len = np.array([len(x) for x in inner], dtype=np.int64)[picks[:, 0]]
+    split_len = split.sum(axis=1)
     updates = []
     for lvl in range(levels):
         orders = np.concatenate([b.orders[lvl] for b in bs])
         counts = np.take_along_axis(np.concatenate([b.counts[lvl] for b in bs])[rows], orders, axis=1)
         keep = np.take_along_axis(looping, orders, axis=1)
-        width = max(len(ev.frame.dims) + (len(ev.inner) if lvl == 0 else 0) for ev in evs)
-        if lvl == 0 and any(ev.inner for ev in evs):
-            inner = [ev.inner for ev in evs]
+        width = int((split_len + (inner_len if lvl == 0 else 0)).max())
+        if lvl == 0 and inner_len.any():
             most = max(len(x) for x in inner)
-            orders = np.concatenate([orders, np.repeat(_padded_rows([[d for d, _ in x] for x in inner], most, 0),
-                                                       cands, axis=0)], axis=1)
-            counts = np.concatenate([counts, np.repeat(_padded_rows([[c for _, c in x] for x in inner], most, 1),
-                                                       cands, axis=0)], axis=1)
-            keep = np.concatenate([keep, np.repeat(_padded_rows([[True] * len(x) for x in inner], most, False),
-                                                   cands, axis=0)], axis=1)
+            orders = np.concatenate([orders, np.repeat(_padded_rows([[d for d, _ in x] for x in inner], most, 0)
+                                                       [picks[:, 0]], cands, axis=0)], axis=1)
+            counts = np.concatenate([counts, np.repeat(_padded_rows([[c for _, c in x] for x in inner], most, 1)
+                                                       [picks[:, 0]], cands, axis=0)], axis=1)
+            keep = np.concatenate([keep, np.repeat(_padded_rows([[True] * len(x) for x in inner], most, False)
+                                                   [picks[:, 0]], cands, axis=0)], axis=1)
         updates.append(_kept_last(orders, counts, keep, width))
-    shr = []
-    for lvl in range(levels):
-        shared = [ev.shr if lvl == ev.levels - 1 else {} for ev in evs]
-        kinds = sorted({k for s in shared for k in s})
-        shr.append({k: np.repeat(np.array([s.get(k, 1) for s in shared], dtype=np.int64), combos) for k in kinds})
+    # only the node level shares; frames of one partition share their few sharing choices
+    shr: list[dict[Kind, np.ndarray]] = [{} for _ in range(levels - 1)]
+    which: dict[int, int] = {}
+    choices: list[tuple[tuple[Kind, int], ...]] = []
+    pick = np.empty(len(evs), dtype=np.int64)
+    for n, ev in enumerate(evs):
+        at = which.get(id(ev.frame.shr))
+        if at is None:
+            at = which[id(ev.frame.shr)] = len(choices)
+            choices.append(ev.frame.shr)
+        pick[n] = at
+    kinds = sorted({k for c in choices for k, _ in c})
+    shr.append({k: np.repeat(np.array([dict(c).get(k, 1) for c in choices], dtype=np.int64)[pick], combos)
+                for k in kinds})
     return Nests(first.frame.layer, first.frame.batch, unit, tuple(stacks), tuple(updates), tuple(shr), rows,
                  level_names=first.frame.levels)
 
