@@ -197,14 +197,24 @@ def _choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, list[
     levels = len(spatials[0])
     index: list[dict[int, int]] = [{} for _ in range(levels)]
     tables: list[list[Spatial]] = [[] for _ in range(levels)]
-    picks = np.empty((len(spatials), levels), dtype=np.int64)
+    # a frame's sharing variants share its tuple of choices: each tuple is looked up once
+    seen: dict[int, int] = {}
+    distinct: list[list[int]] = []
+    which = np.empty(len(spatials), dtype=np.int64)
     for n, spatial in enumerate(spatials):
-        for level, sp in enumerate(spatial):
-            at = index[level].get(id(sp))
-            if at is None:
-                at = index[level][id(sp)] = len(tables[level])
-                tables[level].append(sp)
-            picks[n, level] = at
+        at = seen.get(id(spatial))
+        if at is None:
+            at = seen[id(spatial)] = len(distinct)
+            row = []
+            for level, sp in enumerate(spatial):
+                k = index[level].get(id(sp))
+                if k is None:
+                    k = index[level][id(sp)] = len(tables[level])
+                    tables[level].append(sp)
+                row.append(k)
+            distinct.append(row)
+        which[n] = at
+    picks = np.array(distinct, dtype=np.int64).reshape(len(distinct), levels)[which]
     return picks, tables
 
 
@@ -391,7 +401,7 @@ def _one_row(values: Sequence[int]) -> np.ndarray:
     return np.array(values, dtype=np.int64).reshape(1, len(values))
 
 
-def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[tuple[Nests, list[tuple[int, slice]]]]:
+def merged_nests(parts: Sequence[tuple[Frame, Blockings]]) -> Iterator[tuple[Nests, list[tuple[int, slice]]]]:
     """The nests of each frame's blockings, all frames of one layer and batch
     merged into one :class:`~kapla.model.nests.Nests` (one model call instead of
     one per frame; model calls cost a fixed overhead each): per merged nests,
@@ -405,33 +415,33 @@ def merged_nests(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> Iterator[
     # a layer is told by its value, each object hashed once (the frames are thousands, their layers few)
     first_of: dict[Layer, int] = {}
     tag_of: dict[int, int] = {}
-    for i, (ev, _) in enumerate(parts):
-        layer = ev.frame.layer
+    for i, (frame, _) in enumerate(parts):
+        layer = frame.layer
         tag = tag_of.get(id(layer))
         if tag is None:
             tag = tag_of[id(layer)] = first_of.setdefault(layer, id(layer))
         # frames of another layer, batch or depth never share a batch
-        groups.setdefault((tag, ev.frame.batch, ev.levels), []).append(i)
+        groups.setdefault((tag, frame.batch, len(frame.spatial)), []).append(i)
     for members in groups.values():
-        evs = [parts[i][0] for i in members]
+        frames_ = [parts[i][0] for i in members]
         bs = [parts[i][1] for i in members]
-        merged = _merge(evs, bs)
+        merged = _merge(frames_, bs)
         # plain ints: thousands of slices of numpy scalars cost more than the model call
         starts = list(itertools.accumulate((len(b.rows) for b in bs), initial=0))
         yield merged, [(i, slice(starts[k], starts[k + 1])) for k, i in enumerate(members)]
 
 
-def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
-    """The nests of frames ``evs`` (one layer, batch and depth) with blockings ``bs``, as one.
+def _merge(frames_: Sequence[Frame], bs: Sequence[Blockings]) -> Nests:
+    """The nests of frames ``frames_`` (one layer, batch and depth) with blockings ``bs``, as one.
     What a frame's spatial choices and sharing give is laid out once per distinct
     choice and picked for each frame (a model ranking merges thousands of frames)."""
-    first = evs[0]
-    levels = first.levels
+    first = frames_[0]
+    levels = len(first.spatial)
     combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
     cands = np.array([b.rows.shape[0] for b in bs], dtype=np.int64)
     offsets = np.cumsum(combos) - combos
     rows = np.concatenate([b.rows for b in bs]) + np.repeat(offsets, cands)
-    picks, tables = _choices([ev.frame.spatial for ev in evs])
+    picks, tables = _choices([f.spatial for f in frames_])
     mu = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
     unit = np.repeat(mu, combos, axis=0) * np.concatenate([b.unit for b in bs])
     stacks = []
@@ -442,7 +452,7 @@ def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
                                          axis=0)
                                for f, fill in ((0, 0), (1, 1), (2, 1)))))
     # per candidate, the dims of the frame that loop (the others loop once at every level)
-    split = np.array([ev.frame.rest for ev in evs], dtype=np.int64).reshape(len(evs), ND) > 1
+    split = np.array([f.rest for f in frames_], dtype=np.int64).reshape(len(frames_), ND) > 1
     looping = np.repeat(split, cands, axis=0)
     inner = [sp.inner_columns for sp in tables[0]]
     inner_len = np.array([len(x) for x in inner], dtype=np.int64)[picks[:, 0]]
@@ -466,18 +476,18 @@ def _merge(evs: Sequence[FrameEvaluator], bs: Sequence[Blockings]) -> Nests:
     shr: list[dict[Kind, np.ndarray]] = [{} for _ in range(levels - 1)]
     which: dict[int, int] = {}
     choices: list[tuple[tuple[Kind, int], ...]] = []
-    pick = np.empty(len(evs), dtype=np.int64)
-    for n, ev in enumerate(evs):
-        at = which.get(id(ev.frame.shr))
+    pick = np.empty(len(frames_), dtype=np.int64)
+    for n, f in enumerate(frames_):
+        at = which.get(id(f.shr))
         if at is None:
-            at = which[id(ev.frame.shr)] = len(choices)
-            choices.append(ev.frame.shr)
+            at = which[id(f.shr)] = len(choices)
+            choices.append(f.shr)
         pick[n] = at
     kinds = sorted({k for c in choices for k, _ in c})
     shr.append({k: np.repeat(np.array([dict(c).get(k, 1) for c in choices], dtype=np.int64)[pick], combos)
                 for k in kinds})
-    return Nests(first.frame.layer, first.frame.batch, unit, tuple(stacks), tuple(updates), tuple(shr), rows,
-                 level_names=first.frame.levels)
+    return Nests(first.layer, first.batch, unit, tuple(stacks), tuple(updates), tuple(shr), rows,
+                 level_names=first.levels)
 
 
 def _padded_rows(values: Sequence[Sequence], width: int, fill) -> np.ndarray:
@@ -512,9 +522,18 @@ def totals_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]], feed: Feed
     """The energies (``costs(b, feed, rules=False).total``) of each frame's blockings,
     every frame of a layer costed in one batch (:func:`merged_nests`): the same
     numbers, row by row."""
+    if not parts:
+        return []
+    return frame_totals([(ev.frame, b) for ev, b in parts], parts[0][0].hw, feed)
+
+
+def frame_totals(parts: Sequence[tuple[Frame, Blockings]], hw: Hardware, feed: Feed | None = None
+                 ) -> list[np.ndarray]:
+    """:func:`totals_of_many` of frames on ``hw``, without an evaluator for each (a
+    model ranking costs every frame of a deep hierarchy, thousands per layer)."""
     out: list[np.ndarray] = [np.zeros(0)] * len(parts)
     for merged, where in merged_nests(parts):
-        total = evaluate_nests(merged, parts[where[0][0]][0].hw, feed, rules=False).total
+        total = evaluate_nests(merged, hw, feed, rules=False).total
         for i, rows in where:
             out[i] = total[rows]
     return out

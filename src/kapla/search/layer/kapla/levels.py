@@ -59,6 +59,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import Feed
+from kapla.model.hardware import hardware
 from kapla.model.objective import better
 from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.search.layer.kapla import estimates
@@ -66,8 +67,10 @@ from kapla.search.layer.kapla.estimates import FrameArrays, frame_arrays
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.frames import (
     Blockings,
+    Frame,
     FrameEvaluator,
     coverage_of_many,
+    frame_totals,
     order_classes,
     split_rows,
     totals_of_many,
@@ -481,9 +484,9 @@ def _model_ranked(space: LayerSpace, top: int, beam: int) -> tuple[list[tuple[in
     each (the smallest blocks, the rest at the top), the first ``_MODEL_REFINE``
     with a register block re-ranked by their best one's energy (everything else
     one level up); the best ``top`` of either ranking."""
-    evs = [space.evaluator(i) for i in range(len(space))]
     shared: dict[tuple[int, tuple[int, ...]], Blockings] = {}  # frames alike in depth and rest share one
-    values = [float(v[0]) for v in totals_of_many([(ev, _canonical(ev, shared)) for ev in evs], _feed_of(space))]
+    values = [float(v[0]) for v in frame_totals([(f, _canonical(f, shared)) for f in space.frames],
+                                                hardware(space.problem.arch), _feed_of(space))]
     order = sorted(range(len(space)), key=lambda i: values[i])
     evaluated = len(space)
     blocks: dict[int, list[_State]] = {}
@@ -717,10 +720,10 @@ def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
     return Blockings(units, (lefts,) + (ones,) * (n - 1), rows, (np.concatenate(here),) + (ident,) * (n - 1))
 
 
-def _canonical(ev: FrameEvaluator, known: dict[tuple[int, tuple[int, ...]], Blockings]) -> Blockings:
+def _canonical(frame: Frame, known: dict[tuple[int, tuple[int, ...]], Blockings]) -> Blockings:
     """The frame's blocking of the smallest blocks, the rest looping at the top (kept in ``known``
     by depth and rest: it depends on nothing else, and the model ranks thousands of frames)."""
-    key = (ev.levels, ev.frame.rest)
+    key = (len(frame.spatial), frame.rest)
     found = known.get(key)
     if found is None:
         found = known[key] = _canonical_of(*key)
