@@ -9,7 +9,8 @@ design (`examples/deep_design.yaml`: per-tensor register files in 4x4 PEs,
 2x2 clusters of 8 KiB on buses of their own, a 128 KiB global buffer per node,
 2x2 nodes, `C|K`) and changes one thing at a time, as an architect sweeping
 it would: a shared register file, row stationary or `K|C` PE mapping, 8x8
-PEs, 4x4 nodes, buffers twice as large, no buffer sharing. Each variant is
+PEs, 4x4 nodes, buffers twice as large, no buffer sharing, one more level
+of cluster buffers (five levels in all). Each variant is
 written to a file and scheduled by `kapla schedule NET --arch FILE --json`
 in a process of its own (interpreter start and imports included, as a user
 runs it); the table gives the wall seconds, the solver's own seconds, the
@@ -57,6 +58,15 @@ def _bigger_buffers(spec: dict) -> None:
         level["capacity"] = f"{2 * int(size)} {unit}"
 
 
+def _cluster_level(spec: dict) -> None:
+    # a 32 KiB buffer over each 2x2 of the clusters, on a bus of its own, under a global buffer twice as large
+    node = len(spec["levels"]) - 2
+    spec["levels"].insert(node, {"name": "SBUF", "capacity": "32 KiB", "access_pj": 3.0, "array": [2, 2],
+                                 "bus": {"width_bits": 128, "access_pj": 0.8}})
+    size, unit = str(spec["levels"][node + 1]["capacity"]).split()
+    spec["levels"][node + 1]["capacity"] = f"{2 * int(size)} {unit}"
+
+
 def _no_sharing(spec: dict) -> None:
     spec["options"]["buffer_sharing"] = False
     spec["levels"][-2]["same_level_transfer"] = False
@@ -72,6 +82,7 @@ VARIANTS: dict[str, Callable[[dict], None]] = {
     "4x4 nodes": _array(2, [4, 4]),
     "buffers x2": _bigger_buffers,
     "no buffer sharing": _no_sharing,
+    "one more cluster level": _cluster_level,
 }
 
 
