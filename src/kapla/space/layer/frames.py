@@ -246,7 +246,7 @@ class FrameEvaluator:
         self.mu = frame.spatial[0].unit_row
         self.inner = frame.spatial[0].inner_columns
         self.shr = _sharing_factors(frame.shr)
-        # per level, its stacks' dims, rows and columns as lists, for :func:`merged_nests`
+        # per level, its stacks' dims, rows and columns as lists (its choice's own: shared, never changed)
         self.stack_lists = [sp.stack_lists for sp in frame.spatial]
 
     @cached_property
