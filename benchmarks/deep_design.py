@@ -31,13 +31,27 @@ from pathlib import Path
 
 import yaml
 
+from kapla.arch.spec import size_in_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _bytes(value) -> int:
+    """A capacity as the design file may write it (``"8 KiB"``, bytes, or one per tensor kind), in bytes."""
+    if isinstance(value, dict):
+        return sum(_bytes(v) for v in value.values())
+    size = size_in_bytes(value) if isinstance(value, str) else value
+    if size is None:
+        raise SystemExit(f"error: capacity {value!r} is not a size")
+    return int(size)
+
+
+def _doubled(value):
+    return {k: _doubled(v) for k, v in value.items()} if isinstance(value, dict) else 2 * _bytes(value)
+
+
 def _regf_shared(spec: dict) -> None:
-    caps = spec["levels"][0]["capacity"]
-    total = sum(int(str(v).split()[0]) for v in caps.values())
-    spec["levels"][0]["capacity"] = f"{total} B"
+    spec["levels"][0]["capacity"] = _bytes(spec["levels"][0]["capacity"])
 
 
 def _mapping(name: str) -> Callable[[dict], None]:
@@ -54,8 +68,7 @@ def _array(level: int, shape: list[int]) -> Callable[[dict], None]:
 
 def _bigger_buffers(spec: dict) -> None:
     for level in spec["levels"][1:-1]:
-        size, unit = str(level["capacity"]).split()
-        level["capacity"] = f"{2 * int(size)} {unit}"
+        level["capacity"] = _doubled(level["capacity"])
 
 
 def _cluster_level(spec: dict) -> None:
@@ -63,8 +76,7 @@ def _cluster_level(spec: dict) -> None:
     node = len(spec["levels"]) - 2
     spec["levels"].insert(node, {"name": "SBUF", "capacity": "32 KiB", "access_pj": 3.0, "array": [2, 2],
                                  "bus": {"width_bits": 128, "access_pj": 0.8}})
-    size, unit = str(spec["levels"][node + 1]["capacity"]).split()
-    spec["levels"][node + 1]["capacity"] = f"{2 * int(size)} {unit}"
+    spec["levels"][node + 1]["capacity"] = _doubled(spec["levels"][node + 1]["capacity"])
 
 
 def _no_sharing(spec: dict) -> None:

@@ -168,29 +168,23 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     once, padded with loops of one iteration, which change no coverage."""
     if not found:
         return np.zeros(0, dtype=bool)
-    picks, tables = _choices([spatial for spatial, _ in found])
+    picks, tables = level_choices([spatial for spatial, _ in found])
     dims, counts = [], []
     for level, table in enumerate(tables):
-        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks]
-                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(sp.inner)] for sp in table]
-        width = max((len(lp) for lp in loops), default=0)
-        d = np.zeros((len(table), width), dtype=np.int64)
-        c = np.ones((len(table), width), dtype=np.int64)
-        for k, lp in enumerate(loops):
-            for j, (dim, count) in enumerate(lp):
-                d[k, j], c[k, j] = dim, count
-        dims.append(d[picks[:, level]])
-        counts.append(c[picks[:, level]])
+        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks] + list(reversed(sp.inner_columns))
+                 for sp in table]
+        width = max(len(lp) for lp in loops)
+        dims.append(_padded_rows([[d for d, _ in lp] for lp in loops], width, 0)[picks[:, level]])
+        counts.append(_padded_rows([[c for _, c in lp] for lp in loops], width, 1)[picks[:, level]])
     # what is left loops at the top, once per dim (one iteration where nothing is left)
     rest = np.array([r for _, r in found], dtype=np.int64).reshape(len(found), ND)
     dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), rest.shape))
     counts.append(rest)
-    units = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
-    return tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), units, np.concatenate(dims, axis=1),
-                         np.concatenate(counts, axis=1)).ok
+    return tile_coverage(np.array([full[d] for d in DIMS], dtype=np.int64), unit_rows(tables[0])[picks[:, 0]],
+                         np.concatenate(dims, axis=1), np.concatenate(counts, axis=1)).ok
 
 
-def _choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, list[list[Spatial]]]:
+def level_choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, list[list[Spatial]]]:
     """Each level's distinct choices among frames' ``spatials`` (one depth), and
     ``(F, levels)`` which one each frame takes: frames are many, a level's choices
     few and shared (told by identity), so what a choice gives is worked out once."""
@@ -199,23 +193,26 @@ def _choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, list[
     tables: list[list[Spatial]] = [[] for _ in range(levels)]
     # a frame's sharing variants share its tuple of choices: each tuple is looked up once
     seen: dict[int, int] = {}
-    distinct: list[list[int]] = []
-    which = np.empty(len(spatials), dtype=np.int64)
-    for n, spatial in enumerate(spatials):
+    flat: list[int] = []  # per distinct tuple, its choice at each level
+    which: list[int] = []
+    for spatial in spatials:
         at = seen.get(id(spatial))
         if at is None:
-            at = seen[id(spatial)] = len(distinct)
-            row = []
+            at = seen[id(spatial)] = len(seen)
             for level, sp in enumerate(spatial):
                 k = index[level].get(id(sp))
                 if k is None:
                     k = index[level][id(sp)] = len(tables[level])
                     tables[level].append(sp)
-                row.append(k)
-            distinct.append(row)
-        which[n] = at
-    picks = np.array(distinct, dtype=np.int64).reshape(len(distinct), levels)[which]
+                flat.append(k)
+        which.append(at)
+    picks = np.array(flat, dtype=np.int64).reshape(len(seen), levels)[np.array(which, dtype=np.int64)]
     return picks, tables
+
+
+def unit_rows(table: Sequence[Spatial]) -> np.ndarray:
+    """``(len(table), 8)`` the unit blocks of a level's choices (:attr:`Spatial.unit_row`)."""
+    return np.array([sp.unit_row for sp in table], dtype=np.int64).reshape(len(table), ND)
 
 
 @dataclass(frozen=True, eq=False)
@@ -441,9 +438,8 @@ def _merge(frames_: Sequence[Frame], bs: Sequence[Blockings]) -> Nests:
     cands = np.array([b.rows.shape[0] for b in bs], dtype=np.int64)
     offsets = np.cumsum(combos) - combos
     rows = np.concatenate([b.rows for b in bs]) + np.repeat(offsets, cands)
-    picks, tables = _choices([f.spatial for f in frames_])
-    mu = np.array([sp.unit_row for sp in tables[0]], dtype=np.int64).reshape(len(tables[0]), ND)[picks[:, 0]]
-    unit = np.repeat(mu, combos, axis=0) * np.concatenate([b.unit for b in bs])
+    picks, tables = level_choices([f.spatial for f in frames_])
+    unit = np.repeat(unit_rows(tables[0])[picks[:, 0]], combos, axis=0) * np.concatenate([b.unit for b in bs])
     stacks = []
     for lvl in range(levels):
         lists = [sp.stack_lists for sp in tables[lvl]]

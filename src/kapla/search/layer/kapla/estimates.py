@@ -37,7 +37,7 @@ from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT, Kind, TensorRole, layer_dims, tensor_roles
 from kapla.model.hardware import channel_distance, hardware, word_energy
 from kapla.model.rules import fits
-from kapla.space.layer.frames import Frame
+from kapla.space.layer.frames import Frame, level_choices, unit_rows
 from kapla.space.layer.skeletons import divisors
 from kapla.space.layer.unroll import Spatial
 from kapla.workload.layer import Layer
@@ -118,16 +118,7 @@ def _rows(frames: Sequence[Frame], arch: ArchSpec) -> tuple[np.ndarray, ...]:
     levels = len(frames[0].spatial)
     node = levels - 1 if levels >= 2 else None
     # per level: each frame's choice, as an index into that level's table of distinct choices
-    tables: list[list[Spatial]] = [[] for _ in range(levels)]
-    index: list[dict[int, int]] = [{} for _ in range(levels)]
-    picks = np.empty((len(frames), levels), dtype=np.int64)
-    for n, f in enumerate(frames):
-        for level, sp in enumerate(f.spatial):
-            at = index[level].get(id(sp))
-            if at is None:
-                at = index[level][id(sp)] = len(tables[level])
-                tables[level].append(sp)
-            picks[n, level] = at
+    picks, tables = level_choices([f.spatial for f in frames])
     vectors = [_choice_vectors(table) for table in tables]  # per level: unit, stacks, inner, grid, count
     ones = np.ones((len(frames), ND), dtype=np.int64)
     mu = vectors[0][0][picks[:, 0]]
@@ -155,7 +146,7 @@ def _rows(frames: Sequence[Frame], arch: ArchSpec) -> tuple[np.ndarray, ...]:
     table = {r: [_split_choices(n) for n in r] for r in dict.fromkeys(f.rest for f in frames)}
     choices = np.array([table[f.rest] for f in frames], dtype=np.int64)
     # the levels between the PEs and the node level: the stacks below each, its units per node
-    between = range(1, levels - 1) if levels > 2 else range(0)
+    between = range(1, levels - 1)
     below = np.ones((len(frames), len(between), ND), dtype=np.int64)
     units = np.ones((len(frames), len(between)), dtype=np.int64)
     acc = ones
@@ -174,14 +165,11 @@ def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, n
     """Per spatial choice of one level: its unit block, stacks and innermost loops
     as per-dim factors (DIMS order), its grid of units (rows, columns) and the
     units its stacks use."""
-    unit = np.ones((len(table), ND), dtype=np.int64)
     stacks = np.ones((len(table), ND), dtype=np.int64)
     inner = np.ones((len(table), ND), dtype=np.int64)
     grid = np.ones((len(table), 2), dtype=np.int64)
     count = np.ones(len(table), dtype=np.int64)
     for n, sp in enumerate(table):
-        for d, k in sp.unit:
-            unit[n, DIM_INDEX[d]] *= k
         for st in sp.stacks:
             stacks[n, DIM_INDEX[st.dim]] *= st.count
             grid[n, 0] *= st.rows
@@ -189,7 +177,7 @@ def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, n
             count[n] *= st.count
         for lp in sp.inner:
             inner[n, DIM_INDEX[lp.dim]] *= lp.count
-    return unit, stacks, inner, grid, count
+    return unit_rows(table), stacks, inner, grid, count
 
 
 @functools.lru_cache(maxsize=4096)
