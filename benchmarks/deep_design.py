@@ -117,12 +117,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--net", default="examples/small_cnn.yaml")
     parser.add_argument("--arch", default="examples/deep_design.yaml")
-    parser.add_argument("--variants", default="all")
+    parser.add_argument("--variants", default="all",
+                        help="all, or variant names separated by commas; 'A+B' applies changes A and B together")
     parser.add_argument("--training", action="store_true")
     parser.add_argument("--jobs", default="default")
     args = parser.parse_args()
     names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
+    unknown = [part for n in names for part in n.split("+") if part not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
     with open(ROOT / args.arch) as f:
@@ -133,17 +134,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             spec = copy.deepcopy(design)
-            VARIANTS[name](spec)
-            spec["name"] = f"{design['name']}_{name.replace(' ', '_').replace('|', '')}"
+            for part in name.split("+"):  # several changes at once: "4x4 nodes+8x8 PEs"
+                VARIANTS[part](spec)
+            spec["name"] = f"{design['name']}_{name.replace(' ', '_').replace('|', '').replace('+', '_')}"
             path = Path(tmp) / f"{spec['name']}.yaml"
             with open(path, "w") as f:
                 yaml.safe_dump(spec, f, sort_keys=False)
             out = run(args.net, path, args.training, args.jobs)
             worst = max(worst, out["wall"])
             if "error" in out:
-                print(f"{name:22s} {out['wall']:7.2f}  error: {out['error']}", flush=True)
+                print(f"{name:36s} {out['wall']:7.2f}  error: {out['error']}", flush=True)
             else:
-                print(f"{name:22s} {out['wall']:7.2f} {out['solver']:7.2f} {out['energy'] * 1e3:10.4f}  "
+                print(f"{name:36s} {out['wall']:7.2f} {out['solver']:7.2f} {out['energy'] * 1e3:10.4f}  "
                       f"{'yes' if out['valid'] else 'NO'}", flush=True)
     print(f"slowest: {worst:.2f} s")
 

@@ -221,3 +221,52 @@ def test_the_ranking_picks_the_best_frames_a_full_sort_would(arch_name, layer):
         pool = np.sort(rng.choice(len(found), size=max(1, len(found) // 2), replace=False))
         want = [i for i in full.tolist() if i in set(pool.tolist())][:k]
         assert _Estimates(arr, arch).least(pool, k, est.on).tolist() == want
+
+
+@pytest.mark.parametrize("arch_name", ["region2x2", "multinode_4x4", "edge", "four_level", "simba"])
+def test_the_register_floor_bounds_the_register_estimate_and_a_subset_is_estimated_alike(arch_name):
+    """The ranking by the register-aware estimate works it out only for the
+    frames its floor (each tensor over the array bus and out of the node
+    buffer once) leaves a chance: the floor must lie below every estimate,
+    and a frame's estimate be the same whatever frames it is worked out with."""
+    arch = ARCHS.get(arch_name) or (_four_level() if arch_name == "four_level" else load_arch(arch_name))
+    for layer in LAYERS:
+        found = frames(layer, 4, arch)
+        if not found:
+            continue
+        arr = E.frame_arrays(found, arch)
+        whole = E.regf(arr, arch)
+        floor = E.regf_floor(arr, arch)
+        fits = np.isfinite(whole)
+        assert np.all(floor >= 0) and np.all(floor[fits] <= whole[fits]), layer.name
+        one, kind = E.regf_rows(arr)
+        assert np.array_equal(E.regf(arr.take(one), arch)[kind], whole)
+        some = np.sort(np.random.default_rng(len(found)).choice(len(found), size=max(1, len(found) // 3),
+                                                                 replace=False))
+        assert np.array_equal(E.regf(arr.take(some), arch), whole[some])
+
+
+@pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
+def test_the_lazy_ranking_picks_the_frames_a_full_sort_would(arch_name, layer):
+    # both terms worked out only where a frame may be among the best: the same frames, in the same order
+    from kapla.search.layer.kapla.levels import _Estimates
+
+    arch = ARCHS[arch_name]
+    found = frames(layer, 4, arch)
+    arr = E.frame_arrays(found, arch)
+    base = arr.trips * arch.static_energy + E.regf(arr, arch)
+    d = E.dram(arr, arch, unfit=np.inf)
+    fits = np.isfinite(d)
+    full = np.lexsort((np.arange(len(found)), np.where(fits, base + np.where(fits, d, 0), base), ~fits))
+    floor = arr.trips * arch.static_energy + E.regf_floor(arr, arch)
+    for k in (1, 3, 12, len(found)):
+        lazy = np.full(len(found), np.nan)
+        asked: list[int] = []
+
+        def fill(idx, lazy=lazy, asked=asked):
+            asked.extend(idx.tolist())
+            lazy[idx] = base[idx]
+
+        got = _Estimates(arr, arch).least(np.arange(len(found)), k, lazy, floor, fill)
+        assert got.tolist() == full[:k].tolist()
+        assert len(asked) == len(set(asked))  # each frame's base worked out once at most

@@ -9,7 +9,13 @@ from kapla.model import evaluate
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.run import run_parts
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
-from kapla.search.network.tangram.scheduler import MAX_SEGMENT, kapla_dp
+from kapla.search.network.tangram.scheduler import (
+    MAX_SEGMENT,
+    KaplaStrategy,
+    PlannedStrategy,
+    TangramScheduler,
+    kapla_dp,
+)
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import inter_schemes, pin_reserve, weight_words
 from kapla.space.network.segments import segment_plans
@@ -111,6 +117,33 @@ def test_a_network_whose_layer_has_no_scheme_under_kaplas_pinning_is_scheduled_w
     assert result.valid
     for layer in net:
         assert evaluate(result.layer(layer.name).scheme, MULTINODE).validity.ok
+
+
+class _OneRunAtATime:
+    """KAPLA's strategy without its plan: the scheduler then runs with and without pinning one after the other."""
+
+    def __init__(self) -> None:
+        self._kapla = KaplaStrategy()
+        self.name = self._kapla.name
+
+    def variants(self, objective):
+        return self._kapla.variants(objective)
+
+    def chains(self, search):
+        return self._kapla.chains(search)
+
+
+@pytest.mark.parametrize("name", ["mlp_m", "lstm_m"])
+def test_the_runs_with_and_without_pinning_side_by_side_find_what_each_finds_alone(name):
+    # both runs' layer solves of a step go to the workers together; neither run's search may change
+    net = get_network(name, 16)
+    assert pin_reserve(net, MULTINODE) is not None
+    assert isinstance(KaplaStrategy(), PlannedStrategy) and not isinstance(_OneRunAtATime(), PlannedStrategy)
+    together = schedule_network(net, MULTINODE, KaplaIntraSolver(), jobs=1)
+    alone = schedule_network(net, MULTINODE, KaplaIntraSolver(), jobs=1,
+                             scheduler=TangramScheduler(_OneRunAtATime()))
+    assert together.valid and together.energy_j == alone.energy_j and together.segments == alone.segments
+    assert [r.scheme for r in together.layers] == [r.scheme for r in alone.layers]
 
 
 @pytest.mark.parametrize(("name", "from_dram"), [("lstm_m", set()), ("mlp_m", set()), ("mlp_l", {"fc2"})])

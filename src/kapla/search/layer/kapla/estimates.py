@@ -319,6 +319,38 @@ def regf(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
     return _by_pattern(arr.take(distinct), lambda sub, varying: _regf_family(sub, arch, varying))[where]
 
 
+def regf_rows(arr: FrameArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Frames with the same :func:`regf` (they differ only at the node level):
+    one frame of each kind, and which kind each frame is (:func:`_distinct_rows`)."""
+    return _distinct_rows(arr, _REGF_FIELDS)
+
+
+def regf_floor(arr: FrameArrays, arch: ArchSpec) -> np.ndarray:
+    """A lower bound of :func:`regf` per frame, cheap enough for every frame:
+    each tensor crossing the array bus and read from the node buffer once.
+
+    Every member of :func:`regf`'s family loops over all of a PE's block and
+    of its node's (clipped to the layer), and re-fetches a tensor's register
+    and node blocks at least the product of its relevant loops' counts (a
+    written one: twice its re-fetches less its distinct blocks, no fewer); a
+    footprint grows at most in proportion to its block (a window's span
+    included), so those re-fetches move at least the footprint of the whole
+    block. The bound is lowered by a relative 1e-9 so that rounding never
+    lifts it above the value it bounds."""
+    layer = arr.layer
+    pe_span = np.minimum(arr.mu * arr.in0 * arr.rest, arr.full)
+    node_span = np.minimum(arr.mu * arr.in0 * arr.rest * arr.s0, arr.full)
+    fp_pe, fp_node = footprints(pe_span, layer), footprints(node_span, layer)
+    systolic = arch.levels[0].same_level_transfer
+    e_node = word_energy(arch, _node(arch))
+    total = np.zeros(len(arr.rest))
+    for r in tensor_roles(layer):
+        group = fp_node[r.kind] * r.copies * arr.nodes
+        bus = group if systolic else fp_pe[r.kind] * r.copies * arr.nodes * arr.pes
+        total += group * e_node + bus * arch.bus_energy
+    return total * (1 - 1e-9)
+
+
 #: What :func:`_regf_family` reads of a frame's row (with the layer's extents).
 _REGF_FIELDS = ("rest", "mu", "s0", "in0", "nodes", "pes", "choices")
 
@@ -674,4 +706,4 @@ def footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
 
 
 __all__ = ["FrameArrays", "dram", "estimates", "faithful", "fetch_once", "footprints", "footprints_of", "frame_arrays",
-           "on_chip", "regf"]
+           "on_chip", "regf", "regf_floor", "regf_rows"]

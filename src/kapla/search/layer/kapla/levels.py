@@ -49,7 +49,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -281,10 +281,23 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     if refine_regf:
         # the on-chip bound assumes registers that hold a PE's whole block;
         # where they cannot, a frame it ranks low can be the best
-        by_regf = np.full(len(everything), np.inf)
-        by_regf[plain] = arr.trips[plain] * arch.static_energy + estimates.regf(arr.take(plain), arch)
+        # worked out only for the frames the ranking reaches, once per kind of frame
+        # (frames that differ only at the node level have the same estimate)
+        static = arr.trips * arch.static_energy
+        one, kind = estimates.regf_rows(arr)
+        values = np.full(len(one), np.nan)
+        by_regf = np.full(len(everything), np.nan)
+
+        def fill(idx: np.ndarray) -> None:
+            kinds = np.unique(kind[idx])
+            kinds = kinds[np.isnan(values[kinds])]
+            if len(kinds):
+                values[kinds] = estimates.regf(arr.take(one[kinds]), arch)
+            by_regf[idx] = static[idx] + values[kind[idx]]
+
+        floor = static + estimates.regf_floor(arr.take(one), arch)[kind]
         left = plain[~np.isin(plain, head)]
-        head += est.least(left, refine_regf, by_regf).tolist()
+        head += est.least(left, refine_regf, by_regf, floor, fill).tolist()
     # a relaxed frame's best blocking is further from its best register blocks
     # by the estimate (a partial filter looped above them, a strip reloading
     # its halo): more of them are descended
@@ -388,11 +401,16 @@ class _Estimates:
         unfit, value = self._keys(np.array([i]), self.on)
         return bool(unfit[0]), float(value[0])
 
-    def least(self, pool: np.ndarray, k: int, base: np.ndarray) -> np.ndarray:
+    def least(self, pool: np.ndarray, k: int, base: np.ndarray, floor: np.ndarray | None = None,
+              fill: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
         """The ``k`` frames of ``pool`` least by ``base`` plus the DRAM estimate,
-        best first (ties by index)."""
+        best first (ties by index). ``base`` may be worked out lazily too: NaN
+        where not yet, ``fill(idx)`` working it out in place, ``floor`` bounding
+        it from below."""
         if k <= 0 or not len(pool):
             return pool[:0]
+        if floor is not None and fill is not None:
+            return self._least_lazy(pool, k, base, floor, fill)
         bound = base[pool] + self.once[pool]
         by_bound = np.lexsort((pool, bound))
         cand, bound = pool[by_bound], bound[by_bound]
@@ -410,6 +428,42 @@ class _Estimates:
                 if not unfit[last] and value[last] < bound[done]:
                     break
         return cand[:done][best[:k]]
+
+    def _least_lazy(self, pool: np.ndarray, k: int, base: np.ndarray, floor: np.ndarray,
+                    fill: Callable[[np.ndarray], None]) -> np.ndarray:
+        """:meth:`least` where both terms are worked out lazily, best first: a
+        frame's lower bound is each term where known, else its floor (``floor``,
+        :attr:`once`); batches of the frames least by it have their base, then
+        (those still in the running) their DRAM estimate worked out, until no
+        frame not fully known has a bound at most the ``k``-th best value known.
+        A weak floor (the base's) so costs a DRAM estimate only of the frames
+        whose base leaves them a chance."""
+        lower = np.where(np.isnan(base[pool]), floor[pool], base[pool])
+        step = max(8 * k, 256)  # few calls: each has a fixed cost
+        while True:
+            b, d = base[pool], self.dram[pool]
+            complete = ~np.isnan(b) & ~np.isnan(d)
+            done = pool[complete]
+            unfit, value = self._keys(done, base)
+            best = np.lexsort((done, value, unfit))
+            # the k-th best known so far: an open frame whose bound is past it cannot be among the k
+            cut = (float(value[best[k - 1]]) if len(best) >= k and not unfit[best[k - 1]] else math.inf)
+            bound = np.where(np.isnan(b), lower, b) + np.where(np.isnan(d), self.once[pool], d)
+            open_ = ~complete & (bound <= cut)
+            if not open_.any():
+                return done[best[:k]]
+            cand, cb = pool[open_], bound[open_]
+            if len(cand) > step:
+                part = np.argpartition(cb, step)[:step]
+                cand, cb = cand[part], cb[part]
+            step *= 2
+            missing = cand[np.isnan(base[cand])]
+            if len(missing):
+                fill(missing)
+                # those its base now puts past the cut wait (a later batch may still need them)
+                cb = base[cand] + np.where(np.isnan(self.dram[cand]), self.once[cand], self.dram[cand])
+                cand = cand[cb <= cut]
+            self._compute(cand)
 
 
 def _with_siblings(space: LayerSpace, first: list[int], siblings: Mapping[int, int], arr: FrameArrays, beam: int,

@@ -49,9 +49,9 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
@@ -254,6 +254,22 @@ class Search:
     interrupted: bool = False
 
 
+#: A strategy's search as a generator: it yields the inter-layer schemes whose
+#: layers it needs solved next and returns its chains.
+Plan = Generator[list[InterScheme], None, list[_Chain]]
+
+
+def drive(plan: Plan, segsolver: SegmentSolver) -> list[_Chain]:
+    """Run a plan alone: each request solved by ``segsolver`` before it goes on."""
+    try:
+        request = next(plan)
+        while True:
+            segsolver.prefetch(request)
+            request = plan.send(None)
+    except StopIteration as done:
+        return done.value
+
+
 class NetworkStrategy(Protocol):
     """Chooses which segment chains of the network to solve and compare."""
 
@@ -264,6 +280,13 @@ class NetworkStrategy(Protocol):
         ...
 
     def chains(self, search: Search) -> list[_Chain]: ...
+
+
+@runtime_checkable
+class PlannedStrategy(Protocol):
+    """A strategy whose search can also run as a :data:`Plan` (several runs then share the workers)."""
+
+    def plan(self, search: Search) -> Plan: ...
 
 
 class KaplaStrategy:
@@ -291,10 +314,16 @@ class KaplaStrategy:
         return OBJECTIVES
 
     def chains(self, search: Search) -> list[_Chain]:
+        return drive(self.plan(search), search.segsolver)
+
+    def plan(self, search: Search) -> Plan:
+        """:meth:`chains` as a plan: it yields the schemes whose layers it needs
+        solved next, and returns the chains once sent on after each (so several
+        searches can share the workers, :class:`TangramScheduler`)."""
         net, arch, segsolver, stats = search.net, search.arch, search.segsolver, search.stats
         index = {name: i for i, name in enumerate(search.order)}
         scale = {}
-        segsolver.prefetch(search.singles)
+        yield list(search.singles)
         for n, inter in enumerate(search.singles):
             variants = segsolver.variants(inter)
             if not variants:
@@ -314,7 +343,8 @@ class KaplaStrategy:
         # guaranteed a schedule never worse than without the additions, but
         # solved twice the segments for the same schedules (measured: within
         # 0.03 % on the zoo, inference and training, docs/performance.md).
-        return _union(self._refine(search, self._options(search, estimates), ranks), layerwise)
+        refined = yield from self._refine(search, self._options(search, estimates), ranks)
+        return _union(refined, layerwise)
 
     @staticmethod
     def _options(search: Search, estimates: list[tuple[int, int, InterScheme, Estimate]]) -> Options:
@@ -341,7 +371,7 @@ class KaplaStrategy:
                     entries.append((i, (inter, None), (est.energy, est.time)))
         return options
 
-    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> list[_Chain]:
+    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> Plan:
         """Solve the segments of the ``top_k`` chains under each rank, put their
         variants with their true costs in place of the estimates (none if
         invalid), and repeat, at most ``rounds`` times, until those chains
@@ -358,7 +388,7 @@ class KaplaStrategy:
             todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
                 break
-            segsolver.prefetch(todo)
+            yield todo
             for n, inter in enumerate(todo):
                 search.stats.solved += 1
                 if search.progress is not None:
@@ -524,6 +554,13 @@ class TangramScheduler(NetworkScheduler):
         best: _Best | None = None
         stats = PruneStats()
         stopped: Search | None = None
+        if isinstance(self.policy, PlannedStrategy) and len(runs) > 1:
+            # the runs side by side, their layer solves of each step made together: the
+            # workers get one larger batch at a time, which they share out more evenly
+            for found in self._side_by_side(task, layers, runs, reserve or 0, stats):
+                if best is None or found[0] < best[0]:
+                    best = found
+            runs = []
         for pinned in runs:
             try:
                 found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
@@ -545,6 +582,49 @@ class TangramScheduler(NetworkScheduler):
                                                     stopped.stopped or "")
         return _result(net, arch, layers.solver.name, obj.name, chain, seg_results, stats,
                        time.perf_counter() - task.start, self.policy.name, halt)
+
+
+    def _side_by_side(self, task: NetworkTask, layers: LayerService, runs: list[bool], reserve: int,
+                      stats: PruneStats) -> list[_Best]:
+        """Each run's best (in the order of ``runs``), the runs' plans stepped
+        together: each step's layer solves of every run go to the workers as
+        one batch. A run needs nothing another solves, so each finds what it
+        would alone; a pinned run without a scheme for some layer is dropped
+        (there is no such schedule), as when run alone."""
+        policy = self.policy
+        assert isinstance(policy, PlannedStrategy)
+        live: list[tuple[bool, Search, Plan, list[InterScheme]]] = []
+        done: dict[bool, _Best] = {}
+
+        def advance(pinned: bool, search: Search, plan: Plan, first: bool) -> None:
+            try:
+                request = next(plan) if first else plan.send(None)
+            except StopIteration as end:
+                done[pinned] = _best(search, end.value)
+            except NoSchemeError:
+                if not pinned:
+                    raise
+            else:
+                live.append((pinned, search, plan, request))
+
+        for pinned in runs:
+            try:
+                search = _prepare(task.net, task.arch, layers, task.objective, self.policy, task.start,
+                                  task.progress, pinned, reserve, stats, self.folded, self.share_inputs)
+            except NoSchemeError:
+                if not pinned:
+                    raise
+                continue
+            advance(pinned, search, policy.plan(search), True)
+        while live:
+            jobs: dict = {}
+            for _, search, _, request in live:
+                jobs.update(search.segsolver.jobs(request))
+            layers.solve(jobs)
+            stepping, live[:] = list(live), []
+            for pinned, search, plan, _ in stepping:
+                advance(pinned, search, plan, False)
+        return [done[pinned] for pinned in runs if pinned in done]
 
 
 def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,
@@ -570,6 +650,15 @@ def random_schemes(p: float = DEFAULT_P, seed: int = 0, time_budget: float | Non
 def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
             start: float, progress: Progress | None, pinned: bool, reserve: int,
             stats: PruneStats, folded: bool = True, share_inputs: bool = True) -> tuple[_Best, Search]:
+    search = _prepare(net, arch, layers, objective, strategy, start, progress, pinned, reserve, stats, folded,
+                      share_inputs)
+    return _best(search, strategy.chains(search)), search
+
+
+def _prepare(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
+             start: float, progress: Progress | None, pinned: bool, reserve: int,
+             stats: PruneStats, folded: bool = True, share_inputs: bool = True) -> Search:
+    """One run's search: the valid inter-layer schemes of every candidate segment, with or without pinning."""
     order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
@@ -593,9 +682,14 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
     for name in order:
         if name not in alone:  # nothing to fall back on: no schedule without this layer
             raise no_scheme(net[name], net.batch, arch)
-    search = Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
+    return Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
+
+
+def _best(search: Search, chains: list[_Chain]) -> _Best:
+    """The best of ``chains`` whose segments are all valid, by the search's objective."""
+    net, arch, objective, segsolver = search.net, search.arch, search.objective, search.segsolver
     best: _Best | None = None
-    for chain in strategy.chains(search):
+    for chain in chains:
         found = [segsolver.solve(inter, variant) for inter, variant in chain.steps if variant is not None]
         results = [r for r in found if r is not None]
         if len(results) < len(chain.steps):
@@ -605,7 +699,7 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
             best = (key, chain.steps, results)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
-    return best, search
+    return best
 
 
 def _pipelining(arch: ArchSpec) -> bool:

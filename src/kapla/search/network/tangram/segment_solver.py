@@ -137,6 +137,10 @@ class SegmentSolver:
                  check: Check | None = None) -> None:
         """Solve the layers these schemes need that are not solved yet, in the
         pool if there is one; each solve is cached the moment it finishes."""
+        self.layers.solve(self.jobs(inters), progress, check)
+
+    def jobs(self, inters: Iterable[InterScheme]) -> dict[LayerKey, tuple[Problem | None, tuple[str, ...]]]:
+        """The layer solves these schemes need that are not made yet, for the layer service."""
         jobs: dict[LayerKey, tuple[Problem | None, tuple[str, ...]]] = {}
         for inter in inters:
             if self.is_solved(inter):
@@ -147,7 +151,7 @@ class SegmentSolver:
                     missing = self._missing(key)
                     if missing:
                         jobs[key] = (key.problem(self.arch, missing[0]), missing)
-        self.layers.solve(jobs, progress, check)
+        return jobs
 
     def solved(self, inter: InterScheme) -> bool:
         """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
