@@ -35,12 +35,11 @@ from kapla.model.hardware import Hardware, hardware
 from kapla.model.nests import Loops, Nests, Stacks
 from kapla.model.rules import block_words, fits, tile_coverage
 from kapla.space.layer.skeletons import (
-    NodePartition,
     class_table,
     looping_mask,
     order_counts,
     order_product,
-    sharing_options,
+    sharing_of,
 )
 from kapla.space.layer.unroll import Spatial, partition_options, spatial_options
 from kapla.workload.layer import Layer
@@ -146,17 +145,10 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     if not ok.any():
         return []
     out: list[Frame] = []
-    by_node: dict[int, list] = {}  # one node level's spatial choice is shared by many frames
     for (spatial, rest), good in zip(found, ok, strict=True):
         if not good:
             continue
-        if n >= 2:
-            options = by_node.get(id(spatial[node]))
-            if options is None:
-                options = by_node[id(spatial[node])] = sharing_options(NodePartition(spatial[node].stacks), layer,
-                                                                       sharing)
-        else:
-            options = [()]
+        options = sharing_of(spatial[node].stacks, layer) if sharing else ((),)
         out.extend(Frame(layer, batch, spatial, shr, rest, names) for shr in options)
     return out
 

@@ -56,6 +56,7 @@ def factorizations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+@cache
 def divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)
 
@@ -124,24 +125,42 @@ def partitions_by_nodes(extents: Mapping[str, int], region: tuple[int, int]) -> 
 
 
 def _partitions(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
+    return list(_partitions_of(tuple(extents.get(d, 1) for d in PARTITION_DIMS), region))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _partitions_of(sizes: tuple[int, ...], region: tuple[int, int]) -> tuple[NodePartition, ...]:
+    # layers of one shape (a training DAG's forward and backward ones, a deep network's
+    # repeated blocks) ask for the partitions of the same extents on the same region
     rows, cols = region
-    dims = [d for d in PARTITION_DIMS if extents.get(d, 1) > 1]
-    seen: set[tuple] = set()
+    dims = [d for d, n in zip(PARTITION_DIMS, sizes, strict=True) if n > 1]
+    extents = dict(zip(PARTITION_DIMS, sizes, strict=True))
     out = []
-    for counts in factorizations(rows * cols, len(dims)) if dims else ((),):
-        if not all(splits_evenly(extents[d], c) for d, c in zip(dims, counts, strict=True)):
-            continue
-        key = tuple(zip(dims, counts, strict=True))
-        if key in seen:
-            continue
+    for counts in _even_factorizations(rows * cols, tuple(extents[d] for d in dims)):
         layout = _layout(counts, rows, cols)
         if layout is None:
             continue
-        seen.add(key)
         out.append(NodePartition(tuple(Stack(d, r, c) for d, (r, c) in zip(dims, layout, strict=True) if r * c > 1)))
     if rows * cols > 1 and out == [NodePartition(())]:
-        return []  # nothing spread: not a partition of this many nodes
-    return out
+        return ()  # nothing spread: not a partition of this many nodes
+    return tuple(out)
+
+
+def _even_factorizations(n: int, sizes: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """The :func:`factorizations` of ``n`` into ``len(sizes)`` counts, in their
+    order, that split each size evenly (:func:`splits_evenly`): each count is
+    chosen among those that split its size, so the many that do not are never built."""
+    if not sizes:
+        yield ()
+        return
+    size, more = sizes[0], sizes[1:]
+    if not more:
+        if splits_evenly(size, n):
+            yield (n,)
+        return
+    for d in divisors(n):
+        if splits_evenly(size, d):
+            yield from ((d,) + rest for rest in _even_factorizations(n // d, more))
 
 
 def _layout(counts: Sequence[int], rows: int, cols: int) -> list[tuple[int, int]] | None:
@@ -187,17 +206,18 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
     """Buffer-sharing choices: none, or one copy per group of nodes needing the same data."""
     if not enabled:
         return [()]
-    return list(_sharing_options(partition, layer))
+    return list(sharing_of(partition.stacks, layer))
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _sharing_options(partition: NodePartition, layer: Layer) -> tuple[tuple[tuple[Kind, int], ...], ...]:
+def sharing_of(stacks: tuple[Stack, ...], layer: Layer) -> tuple[tuple[tuple[Kind, int], ...], ...]:
+    """:func:`sharing_options` (enabled) of the node partition with these stacks (read-only: shared)."""
     groups = {}
     read = {r.kind for r in tensor_roles(layer) if not r.written}
     for kind in (Kind.IFM, Kind.WGT):
         if kind not in read:  # only data the layer reads rotate between nodes
             continue
-        n = math.prod(s.count for s in partition.stacks if s.dim not in RELEVANT[kind])
+        n = math.prod(s.count for s in stacks if s.dim not in RELEVANT[kind])
         if n > 1:
             groups[kind] = n
     options: list[tuple[tuple[Kind, int], ...]] = [()]

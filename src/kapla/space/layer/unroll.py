@@ -20,7 +20,6 @@ cover):
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from kapla.arch.unroll import Unroll
 from kapla.dataflow.directives import Loop, Stack
 from kapla.dataflow.mapping import PeMapping, covered_extents, pe_mappings, relaxed
 from kapla.dataflow.tensors import DIM_INDEX, DIMS, as_block, tensor_roles
+from kapla.memo import IdentityMemo
 from kapla.model.hardware import hardware
 from kapla.model.rules import block_words, fits
 from kapla.space.layer.skeletons import PARTITION_DIMS, partitions_by_nodes, splits_evenly
@@ -118,16 +118,25 @@ def partition_options(extents: Mapping[str, int], array: tuple[int, int]) -> Ite
         yield [Spatial(note="partition")]
 
 
+_fit_memo = IdentityMemo()
+
+
 def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:
     """The smallest blocks a template mapping fixes fit: its unit in one PE's
     buffer, and one pass of the PE array in the buffer above."""
-    return _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())), tuple(sorted(m.covered().items())))
+    # the same mapping blocks recur under many node partitions of a layer: kept per
+    # spec (compared by identity: hashing a spec walks all its fields)
+    known = _fit_memo.of(arch)
+    key = (layer, m.unit, m.stacks, m.inner)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())),
+                                         tuple(sorted(m.covered().items())))
+    return found
 
 
-@functools.lru_cache(maxsize=1 << 14)
 def _blocks_fit(arch: ArchSpec, layer: Layer, unit: tuple[tuple[str, int], ...],
                 one_pass: tuple[tuple[str, int], ...]) -> bool:
-    # the same mapping blocks recur under many node partitions of a layer
     hw = hardware(arch)
     roles = tensor_roles(layer)
     if not fits(block_words(as_block(dict(unit)), layer, roles, hw, 0), hw, 0):
