@@ -142,6 +142,9 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
             ok = _covers(full, found)
             if ok.any():
                 break
+    # the two walkers hold each other (and this memo) in a cycle: emptied, the memo
+    # of every block's choices goes now, not at the cycle collector's next pass
+    below.clear()
     if not ok.any():
         return []
     out: list[Frame] = []
