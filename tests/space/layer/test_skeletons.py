@@ -1,8 +1,11 @@
 import math
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kapla.arch import load_arch
 from kapla.space.layer.classic_view import skeletons
-from kapla.space.layer.skeletons import factorizations, node_partitions, splits_evenly
+from kapla.space.layer.skeletons import _even_factorizations, factorizations, node_partitions, splits_evenly
 from kapla.workload.zoo import get_network
 
 ALEXNET = get_network("alexnet", 64)
@@ -37,3 +40,12 @@ def test_skeletons_cover_sharing_options():
     assert () in shared and any(s for s in shared)
     off = list(skeletons(ALEXNET["conv3_a"], 64, arch.with_options(buffer_sharing=False)))
     assert {s.shr for s in off} == {()} and len(off) < len(skels)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 64), st.lists(st.integers(1, 300), min_size=0, max_size=4))
+def test_the_even_factorizations_are_the_factorizations_that_split_every_size_evenly(n, sizes):
+    # node partitions walk only counts that split their dim evenly: the same counts, in the same order
+    counts = factorizations(n, len(sizes)) if sizes else ((),)
+    want = [c for c in counts if all(splits_evenly(s, k) for s, k in zip(sizes, c, strict=True))]
+    assert list(_even_factorizations(n, tuple(sizes))) == want
