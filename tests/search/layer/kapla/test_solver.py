@@ -156,8 +156,9 @@ def test_mirror_frames_are_descended_once_and_others_get_their_turn():
     arch = load_arch(str(Path(__file__).resolve().parents[4] / "examples" / "four_level_l2.yaml"))
     layer = Layer("pw", Op.CONV, c=256, k=256, h=28, w=28, s=1, r=1)
     space = LayerSpace(Problem(layer, 1, arch))
-    ranked, _, arr = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
-    descended = [i for i, states in ranked if states is not None]
+    head, rest, _, arr = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
+    assert all(states is None for _, states in rest)
+    descended = [i for i, _ in head]
     values = estimates.on_chip(arr, arch) + estimates.dram(arr, arch)
     _, refined, _ = levels._register_blocks(space, descended, arr, 3)
     keys = [(float(values[i]), float(r)) for i, r in zip(descended, refined, strict=True)]
@@ -271,3 +272,36 @@ def test_register_blocks_are_costed_under_the_feed(monkeypatch):
     assert KaplaIntraSolver().run(problem).cost.total_energy == pytest.approx(best, rel=1e-6)
     monkeypatch.setattr(levels, "_FEED_COSTS", False)
     assert KaplaIntraSolver().run(problem).cost.total_energy > 1.2 * best
+
+
+@pytest.mark.parametrize("arch_name", ["multinode", "edge"])
+def test_the_top_levels_of_several_frames_searched_together_are_searched_as_alone(arch_name):
+    # one model call per stage for every frame: the same candidates and the same costs, bit for bit
+    import numpy as np
+
+    from kapla.search.layer.kapla import levels
+    from kapla.space.layer.layer_space import LayerSpace
+    from kapla.space.problem import Problem
+
+    arch = load_arch(arch_name)
+    arch = arch.with_node_region(4, 4) if arch_name == "multinode" else arch
+    merged = 0
+    for layer in (Layer("c", Op.CONV, c=64, k=96, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
+                  Layer("fc", Op.FC, c=1024, k=512, h=1, w=1)):
+        space = LayerSpace(Problem(layer, 8, arch))
+        head, _, _, _ = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
+        jobs = [(i, states[g:g + 3]) for i, states in head for g in range(0, len(states), 3)]
+        merged += len(jobs) >= 2
+        together = levels._tops(space, jobs)
+        for (i, states), got in zip(jobs, together, strict=True):
+            alone = levels._tops(space, [(i, states)])[0]
+            assert (got is None) == (alone is None)
+            if got is None:
+                continue
+            (b, costs), (b0, costs0) = got, alone
+            assert np.array_equal(b.rows, b0.rows)
+            assert all(np.array_equal(x, y) for x, y in zip(b.orders, b0.orders, strict=True))
+            assert np.array_equal(costs.total, costs0.total) and np.array_equal(costs.time, costs0.time)
+            assert np.array_equal(costs.valid, costs0.valid)
+    if arch_name == "multinode":
+        assert merged == 2  # both layers had several frames searched together (edge: a frame alone)

@@ -57,10 +57,11 @@ import numpy as np
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.tensors import DIMS
+from kapla.model.cost import evaluate_nests
 from kapla.model.evaluate import LayerCost, evaluate
 from kapla.model.feed import Feed
 from kapla.model.hardware import hardware
-from kapla.model.objective import better
+from kapla.model.objective import better, objective_of
 from kapla.search.base import IntraResult, Outcome, memoised
 from kapla.search.layer.kapla import estimates
 from kapla.search.layer.kapla.estimates import FrameArrays, frame_arrays
@@ -71,6 +72,7 @@ from kapla.space.layer.frames import (
     FrameEvaluator,
     coverage_of_many,
     frame_totals,
+    merged_nests,
     order_classes,
     split_rows,
     totals_of_many,
@@ -130,7 +132,11 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     space = LayerSpace(problem)
     if not len(space):
         return [(None, 0)] * len(objectives)
-    ranked, ranking, arr = _rank(space, top, refine, beam, refine_regf)
+    head, rest, ranking, arr = _rank(space, top, refine, beam, refine_regf)
+    ranked = itertools.chain(head, rest)
+    # the top levels of every frame ranked first, searched together: one model call per stage
+    # for all of them (where no middle level comes first, their states are the register blocks)
+    known = _prefetched_tops(space, head, beam)
     spaces = {objective: space.under(objective) for objective in objectives}
     evaluated = dict.fromkeys(objectives, ranking)
     best: dict[str, Found | None] = dict.fromkeys(objectives)
@@ -145,7 +151,7 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
               into: dict[str, list[tuple[tuple[float, float], int, _Point]]]) -> None:
         # frame by frame, each objective's descent in turn: they share the steps
         # where their states agree, kept only while this frame is searched
-        memo: dict = {}
+        memo: dict = known.pop(i, {})
         descended.add(i)
         for objective in objectives_:
             # ``beam`` register blocks at a time (a relaxed frame has more): each
@@ -221,6 +227,21 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
 
 
+def _prefetched_tops(space: LayerSpace, head: Sequence[tuple[int, list[_State]]], beam: int) -> dict[int, dict]:
+    """Per frame of ``head`` (with its register blocks), the memo of its
+    descents holding :func:`_top` of each group of ``beam`` blocks, worked out
+    for all frames together (:func:`_tops`); none where a frame has a level
+    between the registers and its top two levels (its states there depend on
+    the objective)."""
+    jobs = [(i, states[g:g + beam]) for i, states in head for g in range(0, len(states), beam)]
+    if len(jobs) < 2 or any(space.evaluator(i).levels > 2 for i, _ in jobs):
+        return {}
+    memos: dict[int, dict] = {}
+    for (i, states), top in zip(jobs, _tops(space, jobs), strict=True):
+        memos.setdefault(i, {})[("top", i, _states_key(states))] = top
+    return memos
+
+
 def _feed_of(space: LayerSpace) -> Feed | None:
     """The feed the cost model takes for the space's problem (None: everything through DRAM)."""
     return space.problem.fed if _FEED_COSTS else None
@@ -253,7 +274,7 @@ def solve_any_each(problem: Problem, objectives: Sequence[str], top: int = 4, be
 
 
 def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int = REFINE_REGF
-          ) -> tuple[Iterator[tuple[int, list[_State] | None]], int, FrameArrays]:
+          ) -> tuple[list[tuple[int, list[_State]]], Iterator[tuple[int, list[_State] | None]], int, FrameArrays]:
     """The frames to descend, in order, each with its best register blocks, and
     the candidates costed. Frames are ranked by their analytic estimate
     (:func:`kapla.search.layer.kapla.estimates.estimates`); the first ``refine``
@@ -368,7 +389,7 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         yield from ((i, None) for i in est.least(everything, len(everything), est.on).tolist()
                     if i not in taken and i not in chosen)
 
-    return itertools.chain([(i, blocks[i]) for i in first], rest()), evaluated, arr
+    return [(i, blocks[i]) for i in first], rest(), evaluated, arr
 
 
 class _Estimates:
@@ -903,6 +924,60 @@ def _middle(space: LayerSpace, index: int, states: list[_State], level: int):
 def _top(space: LayerSpace, index: int, states: list[_State]):
     """The top two levels' candidates from ``states`` (the top alone on a
     one-level chip) and their costs under the feed, or None if no split fits."""
+    return _tops(space, [(index, states)])[0]
+
+
+def _tops(space: LayerSpace, jobs: Sequence[tuple[int, list[_State]]]) -> list:
+    """:func:`_top` of each ``(frame, states)``, the candidates of every job
+    costed together at each stage (a model call has a fixed cost that is most
+    of it at a few hundred candidates)."""
+    steps = [_top_steps(space, index, states) for index, states in jobs]
+    out: list = [None] * len(jobs)
+    asks = {}
+    for k, step in enumerate(steps):
+        try:
+            asks[k] = next(step)
+        except StopIteration as done:
+            out[k] = done.value
+    while asks:
+        scores = _scores(space, [(jobs[k][0], b) for k, b in asks.items()])
+        now, asks = asks, {}
+        for k, costs in zip(now, scores, strict=True):
+            try:
+                asks[k] = steps[k].send(costs)
+            except StopIteration as done:
+                out[k] = done.value
+    return out
+
+
+def _scores(space: LayerSpace, parts: Sequence[tuple[int, Blockings]]) -> list:
+    """:meth:`LayerSpace.score` of each ``(frame, blockings)``, in one model call where there are several."""
+    if len(parts) == 1:
+        return [space.score(*parts[0])]
+    out: list = [None] * len(parts)
+    for merged, where in merged_nests([(space.frames[i], b) for i, b in parts]):
+        costs = evaluate_nests(merged, hardware(space.problem.arch), space.problem.fed)
+        valid = costs.valid
+        for k, rows in where:
+            out[k] = _Scored(costs.total[rows], costs.time[rows], valid[rows])
+    return out
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One part of a merged model call: what the descent reads of :class:`~kapla.model.cost.Costs`."""
+
+    total: np.ndarray
+    time: np.ndarray
+    valid: np.ndarray
+
+    def value(self, objective) -> np.ndarray:
+        return np.where(self.valid, objective_of(objective).of(self.total, self.time), np.inf)
+
+
+def _top_steps(space: LayerSpace, index: int, states: list[_State]):
+    """:func:`_top` as a generator: it yields the blockings it needs costed and
+    is sent their costs (so several frames' are costed in one call)."""
     ev = space.evaluator(index)
     n, dims, layer = ev.levels, ev.frame.dims, ev.frame.layer
     level = max(n - 2, 0)
@@ -910,7 +985,7 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
         src = np.arange(len(states))
         taken = np.stack([s.left for s in states])
         b, _ = _blockings(states, 0, taken, src, n, list(order_classes(layer, taken)))
-        return b, space.score(index, b)
+        return b, (yield b)
     src, taken = split_rows(np.stack([s.left for s in states]), dims)
     units, counts = _state_arrays(states, level)
     ok = ev.fits(level + 1, ev.block(level + 1, units[src], [c[src] for c in counts] + [taken]))
@@ -929,7 +1004,7 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
             here, tops = [here[k] for k in keep], [tops[k] for k in keep]
         inner_here, inner_tops = _innermost(taken), _innermost(left)
         b, _ = _blockings(states, level, taken, src, n, inner_here, inner_tops)
-        costs = space.score(index, b)
+        costs = yield b
         value = costs.value(space.objective)
         best = np.full(len(src), np.inf)
         np.minimum.at(best, b.rows, value)
@@ -941,7 +1016,7 @@ def _top(space: LayerSpace, index: int, states: list[_State]):
         if _pairs(here, tops) > _KEPT_CANDIDATES:
             tops = [inner_tops[k] for k in keep]
     b, _ = _blockings(states, level, taken, src, n, here, tops)
-    return b, space.score(index, b)
+    return b, (yield b)
 
 
 # past this many splits of the top two levels, the staged pass starts from a coarse grid of them (a layer
