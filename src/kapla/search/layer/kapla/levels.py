@@ -67,6 +67,7 @@ from kapla.search.layer.kapla import estimates
 from kapla.search.layer.kapla.estimates import FrameArrays, frame_arrays
 from kapla.space.layer.diagnose import feed_unmet, no_scheme
 from kapla.space.layer.frames import (
+    CHUNK,
     Blockings,
     Frame,
     FrameEvaluator,
@@ -940,9 +941,19 @@ def _tops(space: LayerSpace, jobs: Sequence[tuple[int, list[_State]]]) -> list:
         except StopIteration as done:
             out[k] = done.value
     while asks:
-        scores = _scores(space, [(jobs[k][0], b) for k, b in asks.items()])
-        now, asks = asks, {}
-        for k, costs in zip(now, scores, strict=True):
+        # merged only up to a model call's worth of candidates: past it a call's fixed
+        # cost is small, and the merged arrays of large searches only cost memory
+        keys, scores, rows = list(asks), [], 0
+        group: list[tuple[int, Blockings]] = []
+        for k in keys:
+            if group and rows + len(asks[k].rows) > CHUNK:
+                scores += _scores(space, group)
+                group, rows = [], 0
+            group.append((jobs[k][0], asks[k]))
+            rows += len(asks[k].rows)
+        scores += _scores(space, group)
+        asks = {}
+        for k, costs in zip(keys, scores, strict=True):
             try:
                 asks[k] = steps[k].send(costs)
             except StopIteration as done:
