@@ -554,14 +554,14 @@ class TangramScheduler(NetworkScheduler):
         best: _Best | None = None
         stats = PruneStats()
         stopped: Search | None = None
-        if isinstance(self.policy, PlannedStrategy) and len(runs) > 1:
-            # the runs side by side, their layer solves of each step made together: the
-            # workers get one larger batch at a time, which they share out more evenly
-            for found in self._side_by_side(task, layers, runs, reserve or 0, stats):
+        # with a plan, the runs go side by side, their layer solves of each step made together:
+        # the workers get one larger batch at a time, which they share out more evenly
+        planned = self.policy if isinstance(self.policy, PlannedStrategy) and len(runs) > 1 else None
+        if planned is not None:
+            for found in self._side_by_side(planned, task, layers, runs, reserve or 0, stats):
                 if best is None or found[0] < best[0]:
                     best = found
-            runs = []
-        for pinned in runs:
+        for pinned in runs if planned is None else ():
             try:
                 found, search = _search(net, arch, layers, obj, self.policy, task.start, task.progress, pinned,
                                         reserve or 0, stats, self.folded, self.share_inputs)
@@ -583,16 +583,13 @@ class TangramScheduler(NetworkScheduler):
         return _result(net, arch, layers.solver.name, obj.name, chain, seg_results, stats,
                        time.perf_counter() - task.start, self.policy.name, halt)
 
-
-    def _side_by_side(self, task: NetworkTask, layers: LayerService, runs: list[bool], reserve: int,
-                      stats: PruneStats) -> list[_Best]:
+    def _side_by_side(self, policy: PlannedStrategy, task: NetworkTask, layers: LayerService, runs: list[bool],
+                      reserve: int, stats: PruneStats) -> list[_Best]:
         """Each run's best (in the order of ``runs``), the runs' plans stepped
         together: each step's layer solves of every run go to the workers as
         one batch. A run needs nothing another solves, so each finds what it
         would alone; a pinned run without a scheme for some layer is dropped
         (there is no such schedule), as when run alone."""
-        policy = self.policy
-        assert isinstance(policy, PlannedStrategy)
         live: list[tuple[bool, Search, Plan, list[InterScheme]]] = []
         done: dict[bool, _Best] = {}
 
