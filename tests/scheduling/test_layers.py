@@ -114,3 +114,19 @@ def test_the_pool_gets_the_longest_solves_first_and_learns_how_long_each_took():
     assert service.seconds[(shape_key(fc), 4)] != 0.5 and all(s > 0 for s in service.seconds.values())  # measured
     for name, (problem, _) in jobs.items():
         assert [service.get(name, objective) for objective in OBJECTIVES] == direct(problem)
+
+
+def test_each_key_is_passed_to_done_once_its_answers_are_recorded():
+    # a scheduler works on what a solve gives while the workers make the others
+    p = problems()
+    for pooled in (False, True):
+        seen = []
+        with worker_pool(2 if pooled else 1) as pool:
+            service = LayerService(KaplaIntraSolver(), ARCH, pool)
+            service.solve({"a": (p["a"], OBJECTIVES)})  # answered before: passed on too
+
+            def done(key, service=service):
+                seen.append((key, all(service.known(key, objective) for objective in OBJECTIVES)))
+
+            service.solve({key: (problem, OBJECTIVES) for key, problem in p.items()}, done=done)
+        assert sorted(seen) == [("a", True), ("b", True), ("c", True)]

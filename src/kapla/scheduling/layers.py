@@ -19,7 +19,7 @@ from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.scheduling import collector
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
-from kapla.search.base import Check, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
+from kapla.search.base import Check, Done, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
 from kapla.workload.layer import Layer, shape_key
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
@@ -98,7 +98,9 @@ class LayerService:
         return self.cache(objective)[key]
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
-              progress: LayerProgress | None = None, check: Check | None = None) -> None:
+              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None
+              ) -> None:
+        put = self._put if done is None else partial(self._put_then, done)
         total = len(jobs)
         # the problems not answered yet, each once (several keys may ask for one)
         todo = {(problem, objectives) for problem, objectives in jobs.values()
@@ -115,12 +117,13 @@ class LayerService:
                     self._answered(problem, objectives, answers)
                 else:
                     self.shared += problem is not None  # another key asked for the same problem before
-                self._put(key, objectives, answers)
+                put(key, objectives, answers)
                 if progress is not None:
                     progress(n + 1, total)
             return
-        done = 0
+        finished_keys = 0
         waiting: dict[tuple[Problem | None, tuple[str, ...]], list[Hashable]] = {}
+        answered = []  # passed to ``done`` once the workers have theirs: it should not keep them waiting
         for key, (problem, objectives) in jobs.items():
             answers = self._answers(problem, objectives)
             if answers is None:
@@ -129,10 +132,11 @@ class LayerService:
                 keys.append(key)
             else:
                 self._put(key, objectives, answers)
+                answered.append(key)
                 self.shared += problem is not None
-                done += 1
-        if done and progress is not None:
-            progress(done, total)
+                finished_keys += 1
+        if finished_keys and progress is not None:
+            progress(finished_keys, total)
         ready = getattr(self.pool, "ready", None)
         while waiting and check is None and ready is not None and not ready():
             # the workers are still starting (the first solves of a run): solve here meanwhile, in order
@@ -142,15 +146,18 @@ class LayerService:
             self._took(problem, seconds)
             self._answered(problem, objectives, answers)
             for key in keys:
-                self._put(key, objectives, answers)
-            done += len(keys)
+                put(key, objectives, answers)
+            finished_keys += len(keys)
             if progress is not None:
-                progress(done, total)
+                progress(finished_keys, total)
         # longest first (by what the same layer took before; unknown ones first): the last
         # solve of a round then is a short one, and no worker waits long for it
         ordered = sorted(waiting.items(), key=lambda item: -self._expected(item[0][0]))
         pending = {self.pool.submit(_timed, solve, problem, objectives): (problem, objectives, keys)
                    for (problem, objectives), keys in ordered}
+        if done is not None:
+            for key in answered:
+                done(key)
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))
@@ -161,10 +168,10 @@ class LayerService:
                 self._took(problem, seconds)
                 self._answered(problem, objectives, answers)
                 for key in keys:
-                    self._put(key, objectives, answers)
-                done += len(keys)
+                    put(key, objectives, answers)
+                finished_keys += len(keys)
             if finished and progress is not None:
-                progress(done, total)
+                progress(finished_keys, total)
             if check is not None and pending:
                 left = check()
 
@@ -204,6 +211,10 @@ class LayerService:
     def _put(self, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
         for objective, one in zip(objectives, solved, strict=True):
             self.cache(objective).put(key, one)
+
+    def _put_then(self, done: Done, key: Hashable, objectives: tuple[str, ...], solved: list[Solved]) -> None:
+        self._put(key, objectives, solved)
+        done(key)
 
     def _answers(self, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved] | None:
         """The problem's answers for every objective if this run solved it already (under any key)."""

@@ -114,6 +114,8 @@ Solved = tuple[LayerScheme | None, bool, Mapping[str, Any]]
 LayerProgress = Callable[[int, int], None]
 #: ``check()`` raises to stop the solving (a budget ran out), else returns the seconds left (None: no limit).
 Check = Callable[[], float | None]
+#: called with a job's key the moment its answers are recorded
+Done = Callable[[Hashable], None]
 
 
 class LayerService(Protocol):
@@ -133,10 +135,11 @@ class LayerService(Protocol):
         ...
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
-              progress: LayerProgress | None = None, check: Check | None = None) -> None:
+              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None
+              ) -> None:
         """Solve every job (its problem, None when it cannot run at all, under
         each of its objectives), in the worker pool if there is one, each
-        recorded the moment it finishes; ``check`` may raise to stop."""
+        recorded the moment it finishes and then passed to ``done``; ``check`` may raise to stop."""
         ...
 
     def stop(self) -> None:

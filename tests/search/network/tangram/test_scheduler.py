@@ -1,6 +1,8 @@
 """Whole-network scheduling: inter-layer schemes, pruning, DP, and TANGRAM's qualitative results."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kapla.api import schedule
 from kapla.arch import load_arch
@@ -14,6 +16,8 @@ from kapla.search.network.tangram.scheduler import (
     KaplaStrategy,
     PlannedStrategy,
     TangramScheduler,
+    _ranks,
+    _top_chains,
     kapla_dp,
 )
 from kapla.search.network.tangram.segment_solver import SegmentSolver
@@ -214,3 +218,21 @@ def test_fewer_dp_rounds_solve_no_more_segments_and_still_give_a_valid_schedule(
 def test_dp_rounds_below_one_is_one_error_naming_the_option():
     with pytest.raises(KaplaError, match="option 'dp_rounds' must be a whole number of at least 1"):
         schedule("mlp_s", "multinode_4x4", batch=4, jobs=1, solver_options={"dp_rounds": 0})
+
+
+_VALUES = st.sampled_from([0.0, 0.1, 0.2, 0.30000000000000004, 1.0, 1e-17, 3.0, 1e16, 7.5])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 5), st.data())
+def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(layers, k, data):
+    # sums of costs that round alike and ties: the chains kept, and their order, must not change
+    options = {}
+    for j in range(layers):
+        for n in range(data.draw(st.integers(0 if j else 1, 6))):
+            start = data.draw(st.integers(0, j))
+            options.setdefault(j, []).append((start, (f"s{j}.{n}", None), (data.draw(_VALUES), data.draw(_VALUES))))
+    order = [f"l{i}" for i in range(layers)]
+    for rank, slack in _ranks(None) + _ranks((2.0, 5.0)) + _ranks((0.1, 0.30000000000000004)):
+        assert slack is not None
+        assert _top_chains(order, options, k, rank, slack) == _top_chains(order, options, k, rank)

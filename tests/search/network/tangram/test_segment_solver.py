@@ -46,3 +46,54 @@ def test_a_layer_solves_key_pickles_without_the_hash_it_keeps():
     back = [pickle.loads(pickle.dumps(key)) for key in keys]
     assert all("_hash" not in key.__dict__ for key in back)
     assert set(back) == keys
+
+
+def _schemes(net, arch):
+    return [inter for ending in segment_plans(net, MAX_SEGMENT) for plan in ending
+            for inter in inter_schemes(net, arch, plan, pinned=False) if may_fit(net, arch, inter, 0)]
+
+
+def test_a_layer_solves_key_is_one_object_whichever_segment_asks():
+    # the caches find a key by identity then, not by comparing its layer field by field
+    arch = load_arch("multinode_4x4")
+    net = get_network("mlp_m", 16)
+    solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
+    keys = [solver._key(inter, place) for inter in _schemes(net, arch) for place in solver.placements(inter).values()]
+    distinct = {id(key) for key in keys}
+    assert len(distinct) == len(set(keys)) < len(keys)
+
+
+def test_schemes_are_costed_the_moment_their_last_layer_solve_arrives():
+    arch = load_arch("multinode_4x4")
+    net = get_network("mlp_m", 16)
+    service = LayerService(KaplaIntraSolver(), arch)
+    solver = SegmentSolver(net, arch, service, OBJECTIVES)
+    schemes = _schemes(net, arch)[::4]
+    arrived = []
+    costed_then = {}
+    costing = solver.costing(schemes)
+
+    def done(key):
+        arrived.append(key)
+        costing(key)
+        for inter in schemes:
+            if inter not in costed_then and solver.is_solved(inter):
+                costed_then[inter] = len(arrived)
+
+    service.solve(solver.jobs(schemes), done=done)
+    assert set(costed_then) == set(schemes)  # every one costed, none left to the plan
+    for inter in schemes:
+        needs = {solver._key(inter, place) for place in solver.placements(inter).values()}
+        assert costed_then[inter] == max(arrived.index(key) for key in needs) + 1  # at once, not before
+    # the same costs as a solver that costs each when asked, after all its solves
+    later = SegmentSolver(net, arch, service, OBJECTIVES)
+    for inter in schemes:
+        assert [(o, f[1]) for o, f in later.variants(inter)] == [(o, f[1]) for o, f in solver.variants(inter)]
+    # nothing to cost where every layer is solved already
+    again = SegmentSolver(net, arch, service, OBJECTIVES)
+    assert again.jobs(schemes) == {}
+    calls = []
+    again.variants = lambda inter: calls.append(inter)  # type: ignore[method-assign]
+    for key in arrived:
+        again.costing(schemes)(key)
+    assert calls == []

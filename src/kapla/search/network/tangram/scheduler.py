@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -58,7 +58,7 @@ from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
-from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
+from kapla.search.base import Done, LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
 from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
 from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pinned_load
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
@@ -146,11 +146,42 @@ def segment_cost(found: tuple[SegmentScheme, SegmentCost]) -> Cost:
     return (found[1].total_energy, float(cycles(found[1].time)))
 
 
-def _top_chains(order: list[str], options: Options, k: int, rank: Rank) -> list[_Chain]:
+def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: float | None = None
+                ) -> list[_Chain]:
     """Dynamic programming over the layers: the ``k`` best chains of segments
     covering layers ``0..j`` by ``rank`` of their summed cost (exact: every
-    rank here is a lexicographic or linear order of the sum)."""
-    return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=lambda c: rank(c[0])))
+    rank here is a lexicographic or linear order of the sum).
+
+    ``slack``: how far, relatively, the first term of ``rank`` can fall when a
+    segment is added to the kept chains of a prefix, which are in rank order
+    (0 where that term is one term of the sum, the energy or the time: float
+    addition is monotone; a rounding's worth for a tangent of EDP, whose terms
+    are all positive). A segment whose chains all come, by that term, behind
+    the best ones of ``k`` other segments cannot give a kept chain: its chains
+    are not formed at all (a deep network's DP: most of them). The same chains
+    as without, in the same order (test_scheduler). None: every chain formed."""
+    def key(candidate: Candidate) -> tuple[float, float]:
+        return rank(candidate[0])
+
+    if slack is None:
+        return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=key))
+    best: list[list[_Partial]] = [[] for _ in order]
+    empty = [_Partial((0.0, 0.0))]
+    for j in range(len(order)):
+        heads = []
+        for start, step, (energy, time_) in options.get(j, ()):
+            prefixes = best[start - 1] if start > 0 else empty
+            if prefixes:
+                first = prefixes[0].cost
+                heads.append((rank((first[0] + energy, first[1] + time_))[0], step, energy, time_, prefixes))
+        if len(heads) > k:
+            bound = heapq.nsmallest(k, [head[0] for head in heads])[-1]
+            bound += slack * abs(bound)
+            heads = [head for head in heads if head[0] <= bound]
+        candidates = [((p.cost[0] + energy, p.cost[1] + time_), step, p)
+                      for _, step, energy, time_, prefixes in heads for p in prefixes]
+        best[j] = [_Partial(cost, step, prev) for cost, step, prev in heapq.nsmallest(k, candidates, key=key)]
+    return [p.chain() for p in best[-1]] if order else []
 
 
 class _Partial:
@@ -197,9 +228,19 @@ def _chains(order: list[str], options: Options, keep: Callable[[list[Candidate]]
     return [p.chain() for p in best[-1]] if order else []
 
 
-def _ranks(around: Cost | None) -> tuple[Rank, ...]:
-    """The DP's order for each objective (EDP by its tangent ``around`` a known schedule)."""
-    return tuple(objective.additive_of(around) for objective in ALL_OBJECTIVES)
+#: the relative error of a tangent of EDP summed, far above a few roundings' (about 1e-15)
+_TANGENT_SLACK = 1e-9
+
+
+def _ranks(around: Cost | None) -> tuple[tuple[Rank, float | None], ...]:
+    """The DP's order for each objective (EDP by its tangent ``around`` a known schedule), and
+    how far its first term can fall as segments are added (:func:`_top_chains`'s ``slack``)."""
+    def slack(objective: Objective) -> float | None:
+        if objective.name != "edp" or around is None:
+            return 0.0
+        return _TANGENT_SLACK if min(around) >= 0 else None
+
+    return tuple((objective.additive_of(around), slack(objective)) for objective in ALL_OBJECTIVES)
 
 
 def _union(*lists: list[_Chain]) -> list[_Chain]:
@@ -260,11 +301,11 @@ Plan = Generator[list[InterScheme], None, list[_Chain]]
 
 
 def drive(plan: Plan, segsolver: SegmentSolver) -> list[_Chain]:
-    """Run a plan alone: each request solved by ``segsolver`` before it goes on."""
+    """Run a plan alone: each request solved by ``segsolver`` (and costed as its layers arrive) before it goes on."""
     try:
         request = next(plan)
         while True:
-            segsolver.prefetch(request)
+            segsolver.prefetch(request, done=segsolver.costing(request))
             request = plan.send(None)
     except StopIteration as done:
         return done.value
@@ -371,7 +412,7 @@ class KaplaStrategy:
                     entries.append((i, (inter, None), (est.energy, est.time)))
         return options
 
-    def _refine(self, search: Search, options: Options, ranks: tuple[Rank, ...]) -> Plan:
+    def _refine(self, search: Search, options: Options, ranks: tuple[tuple[Rank, float | None], ...]) -> Plan:
         """Solve the segments of the ``top_k`` chains under each rank, put their
         variants with their true costs in place of the estimates (none if
         invalid), and repeat, at most ``rounds`` times, until those chains
@@ -384,7 +425,7 @@ class KaplaStrategy:
         once solved, e.g. one found under latency with less energy)."""
         segsolver, order = search.segsolver, search.order
         for round_ in range(self.rounds):
-            chains = _union(*(_top_chains(order, options, self.top_k, rank) for rank in ranks))
+            chains = _union(*(_top_chains(order, options, self.top_k, *rank) for rank in ranks))
             todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
                 break
@@ -398,7 +439,7 @@ class KaplaStrategy:
                 entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
         # the best chains of what was solved (true costs only; the single layers always are)
         known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
-        return _union(*(_top_chains(order, known, self.top_k, rank) for rank in ranks))
+        return _union(*(_top_chains(order, known, self.top_k, *rank) for rank in ranks))
 
 
 def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, Found]]) -> list[tuple[int, Step, Cost]]:
@@ -617,11 +658,20 @@ class TangramScheduler(NetworkScheduler):
             jobs: dict = {}
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
-            layers.solve(jobs)
+            layers.solve(jobs, done=_each([search.segsolver.costing(request) for _, search, _, request in live]))
             stepping, live[:] = list(live), []
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
         return [done[pinned] for pinned in runs if pinned in done]
+
+
+def _each(dones: list[Done]) -> Done:
+    """One ``done`` calling each of ``dones``."""
+    def done(key: Hashable) -> None:
+        for one in dones:
+            one(key)
+
+    return done
 
 
 def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,
