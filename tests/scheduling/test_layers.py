@@ -125,7 +125,7 @@ def test_each_key_is_passed_to_done_once_its_answers_are_recorded():
             service = LayerService(KaplaIntraSolver(), ARCH, pool)
             service.solve({"a": (p["a"], OBJECTIVES)})  # answered before: passed on too
 
-            def done(key, service=service):
+            def done(key, service=service, seen=seen):
                 seen.append((key, all(service.known(key, objective) for objective in OBJECTIVES)))
 
             service.solve({key: (problem, OBJECTIVES) for key, problem in p.items()}, done=done)

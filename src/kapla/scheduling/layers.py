@@ -98,8 +98,8 @@ class LayerService:
         return self.cache(objective)[key]
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
-              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None
-              ) -> None:
+              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None,
+              meanwhile: Callable[[], None] | None = None) -> None:
         put = self._put if done is None else partial(self._put_then, done)
         total = len(jobs)
         # the problems not answered yet, each once (several keys may ask for one)
@@ -107,6 +107,8 @@ class LayerService:
                 if self._answers(problem, objectives) is None}
         solve = partial(solve_layer, self.solver)
         if self.pool is None or (len(todo) <= 1 and check is None):
+            if meanwhile is not None:
+                meanwhile()
             # in order, each key recorded in its turn (a store then holds them in the order asked)
             for n, (key, (problem, objectives)) in enumerate(jobs.items()):
                 if check is not None:
@@ -158,6 +160,8 @@ class LayerService:
         if done is not None:
             for key in answered:
                 done(key)
+        if meanwhile is not None:
+            meanwhile()
         left = None if check is None else check()
         while pending:
             timeout = _POLL_SECONDS if left is None else max(0.0, min(_POLL_SECONDS, left))

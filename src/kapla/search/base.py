@@ -135,11 +135,12 @@ class LayerService(Protocol):
         ...
 
     def solve(self, jobs: Mapping[Any, tuple[Problem | None, tuple[str, ...]]],
-              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None
-              ) -> None:
+              progress: LayerProgress | None = None, check: Check | None = None, done: Done | None = None,
+              meanwhile: Callable[[], None] | None = None) -> None:
         """Solve every job (its problem, None when it cannot run at all, under
         each of its objectives), in the worker pool if there is one, each
-        recorded the moment it finishes and then passed to ``done``; ``check`` may raise to stop."""
+        recorded the moment it finishes and then passed to ``done``; ``meanwhile``
+        runs once the workers have the jobs; ``check`` may raise to stop."""
         ...
 
     def stop(self) -> None:

@@ -103,10 +103,19 @@ class Network:
 
     def producers(self, name: str) -> tuple[str, ...]:
         """Distinct sources feeding ``name``, in edge order."""
-        return tuple(dict.fromkeys(e.src for e in self.in_edges(name)))
+        return self._producers.get(name, ())
 
     def consumers(self, name: str) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(e.dst for e in self.out_edges(name)))
+        return self._consumers.get(name, ())
+
+    # a network search asks for them hundreds of thousands of times (ResNet-1001: 270,000)
+    @cached_property
+    def _producers(self) -> dict[str, tuple[str, ...]]:
+        return {name: tuple(dict.fromkeys(e.src for e in edges)) for name, edges in self._in_edges.items()}
+
+    @cached_property
+    def _consumers(self) -> dict[str, tuple[str, ...]]:
+        return {name: tuple(dict.fromkeys(e.dst for e in edges)) for name, edges in self._out_edges.items()}
 
     @cached_property
     def _in_edges(self) -> dict[str, tuple[Edge, ...]]:

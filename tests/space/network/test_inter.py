@@ -3,6 +3,8 @@
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kapla.arch import load_arch
 from kapla.dataflow.segment import Region
@@ -12,6 +14,7 @@ from kapla.scheduling.layers import LayerService
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import (
+    Estimate,
     InterScheme,
     _estimate,
     _likeness,
@@ -20,6 +23,7 @@ from kapla.space.network.inter import (
     feed_of,
     inter_schemes,
     may_fit,
+    pareto,
     pin_choices,
     pin_reserve,
     placements,
@@ -340,3 +344,14 @@ def test_an_estimate_is_that_of_the_hardware_asked_about_whatever_was_asked_befo
     first = estimate(net, SMALL, scheme)
     assert estimate(net, other, scheme) == _estimate(net, other, scheme, 0, None) != first
     assert estimate(net, SMALL, scheme) == first
+
+
+_COUNTS = st.sampled_from([0.0, 1.0, 2.0, 2.5, 7.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_COUNTS, _COUNTS, _COUNTS, st.integers(1, 3)), max_size=12))
+def test_the_pareto_front_is_the_schemes_no_other_dominates_in_their_order(points):
+    schemes = [(f"s{i}", Estimate(1.0, t, dram, onchip, groups)) for i, (dram, onchip, t, groups) in enumerate(points)]
+    kept = pareto(schemes)  # type: ignore[arg-type]
+    assert kept == [(s, e) for s, e in schemes if not any(o.dominates(e) for _, o in schemes)]

@@ -202,9 +202,13 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, t
                      for name, onchip, to_dram, has_weights, sharer, share in _flow(net, inter.layers,
                                                                                      inter.share_inputs))
         # alike segments get one number: keys holding it hash at once
-        shape = table[key] = (table.setdefault(("like", flow), len(table)), at)
-    like, at = shape
-    slots = tuple(tuple(at[name] for name in slot) for slot in inter.slots)
+        positions: dict[tuple[tuple[str, ...], ...], tuple[tuple[int, ...], ...]] = {}
+        shape = table[key] = (table.setdefault(("like", flow), len(table)), at, positions)
+    like, at, positions = shape
+    # the segment's slots by position: most of its schemes share a few slottings
+    slots = positions.get(inter.slots)
+    if slots is None:
+        slots = positions[inter.slots] = tuple(tuple(at[name] for name in slot) for slot in inter.slots)
     return table, (like, slots, inter.regions, inter.groups, inter.pinned, inter.pins)
 
 
@@ -387,9 +391,13 @@ class Estimate:
         # More batch groups shorten the pipeline but shrink every block (more
         # buffer and bus traffic), which the estimate does not see: a scheme
         # only dominates one with at most as many groups.
-        mine = (self.dram_words, self.onchip_words, self.time, self.groups)
-        theirs = (other.dram_words, other.onchip_words, other.time, other.groups)
+        mine, theirs = self.compared, other.compared
         return all(a <= b for a, b in zip(mine, theirs, strict=True)) and mine != theirs
+
+    @property
+    def compared(self) -> tuple[float, float, float, int]:
+        """What :meth:`dominates` compares."""
+        return (self.dram_words, self.onchip_words, self.time, self.groups)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -498,5 +506,19 @@ def calibration(net: Network, arch: ArchSpec, single: InterScheme, cost: Segment
 
 
 def pareto(schemes: list[tuple[InterScheme, Estimate]]) -> list[tuple[InterScheme, Estimate]]:
-    """The schemes no other scheme of the same segment beats in every traffic count and time."""
-    return [(s, e) for s, e in schemes if not any(o.dominates(e) for _, o in schemes)]
+    """The schemes no other scheme of the same segment beats in every traffic count and time
+    (:meth:`Estimate.dominates`), in their order.
+
+    A scheme that dominates another comes before it in lexicographic order of
+    what is compared, and one dominating a dominated scheme dominates what that
+    one does: so each scheme, in that order, is checked against the ones kept
+    before it only (a deep network's segments: 27,000 schemes kept of 70,000)."""
+    points = [e.compared for _, e in schemes]
+    front: list[tuple[float, float, float, int]] = []
+    kept = set()
+    for i in sorted(range(len(points)), key=points.__getitem__):
+        p = points[i]
+        if not any(f[0] <= p[0] and f[1] <= p[1] and f[2] <= p[2] and f[3] <= p[3] and f != p for f in front):
+            front.append(p)
+            kept.add(i)
+    return [scheme for i, scheme in enumerate(schemes) if i in kept]

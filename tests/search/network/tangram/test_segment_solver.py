@@ -68,32 +68,43 @@ def test_schemes_are_costed_the_moment_their_last_layer_solve_arrives():
     net = get_network("mlp_m", 16)
     service = LayerService(KaplaIntraSolver(), arch)
     solver = SegmentSolver(net, arch, service, OBJECTIVES)
-    schemes = _schemes(net, arch)[::4]
+    schemes = _schemes(net, arch)
+    service.solve(solver.jobs(schemes[:3]))  # some layers solved before: their schemes wait for nothing
+    ready = [inter for inter in schemes if not solver.jobs([inter])]
+    assert ready and len(ready) < len(schemes)
     arrived = []
-    costed_then = {}
+    costed_at = {}
     costing = solver.costing(schemes)
+
+    def note(step):
+        for inter in schemes:
+            if inter not in costed_at and solver.is_solved(inter):
+                costed_at[inter] = step
 
     def done(key):
         arrived.append(key)
-        costing(key)
-        for inter in schemes:
-            if inter not in costed_then and solver.is_solved(inter):
-                costed_then[inter] = len(arrived)
+        costing.done(key)
+        note(len(arrived))
 
-    service.solve(solver.jobs(schemes), done=done)
-    assert set(costed_then) == set(schemes)  # every one costed, none left to the plan
+    def meanwhile():
+        costing.ready()
+        note(0)
+
+    service.solve(solver.jobs(schemes), done=done, meanwhile=meanwhile)
+    assert set(costed_at) == set(schemes)  # every one costed, none left to the plan
     for inter in schemes:
-        needs = {solver._key(inter, place) for place in solver.placements(inter).values()}
-        assert costed_then[inter] == max(arrived.index(key) for key in needs) + 1  # at once, not before
+        needs = {solver._key(inter, place) for place in solver.placements(inter).values()} & set(arrived)
+        # at once, not before: those waiting for no solve as the workers start
+        assert costed_at[inter] == (max(arrived.index(key) for key in needs) + 1 if needs else 0)
     # the same costs as a solver that costs each when asked, after all its solves
     later = SegmentSolver(net, arch, service, OBJECTIVES)
     for inter in schemes:
         assert [(o, f[1]) for o, f in later.variants(inter)] == [(o, f[1]) for o, f in solver.variants(inter)]
-    # nothing to cost where every layer is solved already
-    again = SegmentSolver(net, arch, service, OBJECTIVES)
-    assert again.jobs(schemes) == {}
+    # nothing is costed twice: what is costed has nothing left to cost
     calls = []
-    again.variants = lambda inter: calls.append(inter)  # type: ignore[method-assign]
+    solver.variants = lambda inter: calls.append(inter)  # type: ignore[method-assign]
+    again = solver.costing(schemes)
+    again.ready()
     for key in arrived:
-        again.costing(schemes)(key)
+        again.done(key)
     assert calls == []

@@ -47,7 +47,6 @@ because segment costs add up); its layers are solved for the objective asked for
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -163,8 +162,9 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
     def key(candidate: Candidate) -> tuple[float, float]:
         return rank(candidate[0])
 
+    # sorted(...)[:k] is what heapq.nsmallest returns (a stable sort's first k), sorted in C
     if slack is None:
-        return _chains(order, options, lambda candidates: heapq.nsmallest(k, candidates, key=key))
+        return _chains(order, options, lambda candidates: sorted(candidates, key=key)[:k])
     best: list[list[_Partial]] = [[] for _ in order]
     empty = [_Partial((0.0, 0.0))]
     for j in range(len(order)):
@@ -175,12 +175,12 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
                 first = prefixes[0].cost
                 heads.append((rank((first[0] + energy, first[1] + time_))[0], step, energy, time_, prefixes))
         if len(heads) > k:
-            bound = heapq.nsmallest(k, [head[0] for head in heads])[-1]
+            bound = sorted([head[0] for head in heads])[k - 1]
             bound += slack * abs(bound)
             heads = [head for head in heads if head[0] <= bound]
         candidates = [((p.cost[0] + energy, p.cost[1] + time_), step, p)
                       for _, step, energy, time_, prefixes in heads for p in prefixes]
-        best[j] = [_Partial(cost, step, prev) for cost, step, prev in heapq.nsmallest(k, candidates, key=key)]
+        best[j] = [_Partial(cost, step, prev) for cost, step, prev in sorted(candidates, key=key)[:k]]
     return [p.chain() for p in best[-1]] if order else []
 
 
@@ -305,7 +305,7 @@ def drive(plan: Plan, segsolver: SegmentSolver) -> list[_Chain]:
     try:
         request = next(plan)
         while True:
-            segsolver.prefetch(request, done=segsolver.costing(request))
+            segsolver.prefetch(request, costing=segsolver.costing(request))
             request = plan.send(None)
     except StopIteration as done:
         return done.value
@@ -658,7 +658,8 @@ class TangramScheduler(NetworkScheduler):
             jobs: dict = {}
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
-            layers.solve(jobs, done=_each([search.segsolver.costing(request) for _, search, _, request in live]))
+            costing = [search.segsolver.costing(request) for _, search, _, request in live]
+            layers.solve(jobs, done=_each([c.done for c in costing]), meanwhile=_each_once([c.ready for c in costing]))
             stepping, live[:] = list(live), []
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
@@ -672,6 +673,15 @@ def _each(dones: list[Done]) -> Done:
             one(key)
 
     return done
+
+
+def _each_once(calls: list[Callable[[], None]]) -> Callable[[], None]:
+    """One call making each of ``calls``."""
+    def call() -> None:
+        for one in calls:
+            one()
+
+    return call
 
 
 def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,

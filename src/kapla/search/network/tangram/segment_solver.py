@@ -26,7 +26,7 @@ from kapla.memo import kept_hash, without_kept_hash
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, evaluate_segment, forwarded_words
-from kapla.search.base import Check, Done, LayerProgress, LayerService, Problem
+from kapla.search.base import Check, LayerProgress, LayerService, Problem
 from kapla.space.layer.bypass import bypass_costs, cheapest, on_chip_kinds, with_bypass
 from kapla.space.network.inter import InterScheme, feed_of, outer_batch, placements, scheme_in_segment
 from kapla.workload.layer import Layer, shape_key
@@ -57,6 +57,46 @@ class LayerKey:
 
 #: A solved segment: its schemes and cost.
 Found = tuple[SegmentScheme, SegmentCost]
+
+
+class Costing:
+    """A plan's request costed under every objective (:meth:`SegmentSolver.variants`)
+    while the workers solve its layers: the schemes whose layers are solved
+    already by :meth:`ready` (the layer service calls it once the workers have
+    their jobs), each other one by :meth:`done` the moment the last of its layer
+    solves is recorded. A plan costs what it asked to have solved; this way the
+    parent costs while the workers solve, not after them (ResNet-1001's
+    search spent half its time outside the solves costing)."""
+
+    def __init__(self, solver: SegmentSolver, inters: Iterable[InterScheme]) -> None:
+        self._solver = solver
+        self._ready: list[InterScheme] = []
+        self._needs: dict[Hashable, list[InterScheme]] = {}
+        self._left: dict[InterScheme, int] = {}
+        for inter in dict.fromkeys(inters):
+            if solver.is_solved(inter):
+                continue
+            keys = {key for key in (solver._key(inter, place) for place in solver.placements(inter).values())
+                    if solver._missing(key)}
+            if not keys:
+                self._ready.append(inter)
+                continue
+            self._left[inter] = len(keys)
+            for key in keys:
+                self._needs.setdefault(key, []).append(inter)
+
+    def ready(self) -> None:
+        """Cost the schemes that wait for no solve."""
+        ready, self._ready = self._ready, []
+        for inter in ready:
+            self._solver.variants(inter)
+
+    def done(self, key: Hashable) -> None:
+        """Cost the schemes whose last missing layer solve ``key`` was."""
+        for inter in self._needs.pop(key, ()):
+            self._left[inter] -= 1
+            if not self._left[inter]:
+                self._solver.variants(inter)
 
 
 @dataclass
@@ -137,36 +177,18 @@ class SegmentSolver:
         return all((inter, objective) in self.cache for objective in self.objectives)
 
     def prefetch(self, inters: Iterable[InterScheme], progress: LayerProgress | None = None,
-                 check: Check | None = None, done: Done | None = None) -> None:
+                 check: Check | None = None, costing: Costing | None = None) -> None:
         """Solve the layers these schemes need that are not solved yet, in the
-        pool if there is one; each solve is cached the moment it finishes (and passed to ``done``)."""
-        self.layers.solve(self.jobs(inters), progress, check, done)
+        pool if there is one; each solve is cached the moment it finishes (and
+        ``costing`` costs the schemes meanwhile, as their solves arrive)."""
+        if costing is None:
+            self.layers.solve(self.jobs(inters), progress, check)
+        else:
+            self.layers.solve(self.jobs(inters), progress, check, costing.done, costing.ready)
 
-    def costing(self, inters: Iterable[InterScheme]) -> Done:
-        """A ``done`` for the layer service: each of ``inters`` whose layers are
-        not all solved yet is costed under every objective (:meth:`variants`) the
-        moment the last of its layer solves is recorded. A plan costs what it asked
-        to have solved; so this process costs while the workers still solve,
-        instead of after them (ResNet-1001's search spends half its time costing)."""
-        needs: dict[Hashable, list[InterScheme]] = {}
-        left: dict[InterScheme, int] = {}
-        for inter in inters:
-            if inter in left or self.is_solved(inter):
-                continue
-            keys = {key for key in (self._key(inter, place) for place in self.placements(inter).values())
-                    if self._missing(key)}
-            if keys:
-                left[inter] = len(keys)
-                for key in keys:
-                    needs.setdefault(key, []).append(inter)
-
-        def done(key: Hashable) -> None:
-            for inter in needs.pop(key, ()):
-                left[inter] -= 1
-                if not left[inter]:
-                    self.variants(inter)
-
-        return done
+    def costing(self, inters: Iterable[InterScheme]) -> Costing:
+        """What costs ``inters`` while the workers solve their layers (:class:`Costing`)."""
+        return Costing(self, inters)
 
     def jobs(self, inters: Iterable[InterScheme]) -> dict[LayerKey, tuple[Problem | None, tuple[str, ...]]]:
         """The layer solves these schemes need that are not made yet, for the layer service."""
