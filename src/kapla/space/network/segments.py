@@ -32,6 +32,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kapla.dataflow.segment import AnyRegion, FoldedRegion, Region
 from kapla.workload.layer import Layer
@@ -179,14 +180,18 @@ def allocate_regions(net: Network, slots: tuple[tuple[str, ...], ...],
     column and keeps the rounding loss small; regions then fill the stripes
     left to right, then right to left (TANGRAM's zig-zag), each a rectangle.
     """
-    height, width = array
     if len(slots) == 1:
         return (Region((0, 0), array),)
-    ops = [max(slot_ops(net, s), 1) for s in slots]
+    return _allocation(tuple(max(slot_ops(net, s), 1) for s in slots), array)
+
+
+@lru_cache(maxsize=1 << 14)  # a deep network's segments repeat a few op counts (ResNet-1001: 7,000 allocations)
+def _allocation(ops: tuple[int, ...], array: tuple[int, int]) -> tuple[Region, ...] | None:
+    height, width = array
     for rows in sorted((d for d in range(1, height + 1) if height % d == 0), reverse=True):
         stripes = height // rows
         columns = stripes * width  # stripe-columns available, each of `rows` nodes
-        if len(slots) > columns:
+        if len(ops) > columns:
             continue
         share = [max(1, round(o / sum(ops) * columns)) for o in ops]
         while sum(share) > columns:
@@ -228,10 +233,16 @@ FOLD_UTILISATION = 0.95  # the tallest stripe whose counts keep the regions this
 def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
                  array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
     """The slots on folded regions sized by their operations (:func:`fold_allocation`)."""
-    return fold_allocation([slot_ops(net, s) for s in slots], array)
+    return fold_allocation(tuple(slot_ops(net, s) for s in slots), array)
 
 
 def fold_allocation(ops: Sequence[int], array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
+    """:func:`_fold_allocation` (kept: a deep network's segments repeat a few op counts)."""
+    return _fold_allocation(tuple(ops), array)
+
+
+@lru_cache(maxsize=1 << 14)
+def _fold_allocation(ops: tuple[int, ...], array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
     """Node counts in proportion to ``ops`` (one per slot), laid out as folded
     regions one after another along one zig-zag path over the whole array
     (:class:`~kapla.dataflow.segment.FoldedRegion`); None for one slot, or more
