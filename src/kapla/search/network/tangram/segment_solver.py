@@ -283,10 +283,11 @@ class SegmentSolver:
         """The layer solve's scheme, with its node level bypassing the on-chip data it
         reads once where that costs less (:mod:`kapla.space.layer.bypass`): chosen for
         the solve repeated over the segment's batch groups, as the segment is costed."""
-        if not key.feed.on_chip or not on_chip_kinds(generic, key.feed):
-            return generic
+        # (the solve's scheme for an objective is one: whether and what it bypasses is kept too)
         at = (key, objective, groups)
         kinds = self._bypass.get(at)
+        if kinds is None and (not key.feed.on_chip or not on_chip_kinds(generic, key.feed)):
+            kinds = self._bypass[at] = frozenset()
         if kinds is None:
             # the objectives' solves mostly agree on the scheme: its variants are costed once
             costs = self._bypass_costs.get((key, generic, groups))
