@@ -391,13 +391,18 @@ class Estimate:
         # More batch groups shorten the pipeline but shrink every block (more
         # buffer and bus traffic), which the estimate does not see: a scheme
         # only dominates one with at most as many groups.
-        mine, theirs = self.compared, other.compared
-        return all(a <= b for a, b in zip(mine, theirs, strict=True)) and mine != theirs
+        return _dominates(self.compared, other.compared)
 
     @property
     def compared(self) -> tuple[float, float, float, int]:
         """What :meth:`dominates` compares."""
         return (self.dram_words, self.onchip_words, self.time, self.groups)
+
+
+def _dominates(mine: tuple[float, float, float, int], theirs: tuple[float, float, float, int]) -> bool:
+    """:meth:`Estimate.dominates` on what it compares."""
+    return (mine[0] <= theirs[0] and mine[1] <= theirs[1] and mine[2] <= theirs[2] and mine[3] <= theirs[3]
+            and mine != theirs)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -518,7 +523,7 @@ def pareto(schemes: list[tuple[InterScheme, Estimate]]) -> list[tuple[InterSchem
     kept = set()
     for i in sorted(range(len(points)), key=points.__getitem__):
         p = points[i]
-        if not any(f[0] <= p[0] and f[1] <= p[1] and f[2] <= p[2] and f[3] <= p[3] and f != p for f in front):
+        if not any(_dominates(f, p) for f in front):
             front.append(p)
             kept.add(i)
     return [scheme for i, scheme in enumerate(schemes) if i in kept]

@@ -57,7 +57,7 @@ from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
-from kapla.search.base import Done, LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
+from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
 from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
 from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pinned_load
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
@@ -162,26 +162,16 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
     def key(candidate: Candidate) -> tuple[float, float]:
         return rank(candidate[0])
 
-    # sorted(...)[:k] is what heapq.nsmallest returns (a stable sort's first k), sorted in C
-    if slack is None:
-        return _chains(order, options, lambda candidates: sorted(candidates, key=key)[:k])
-    best: list[list[_Partial]] = [[] for _ in order]
-    empty = [_Partial((0.0, 0.0))]
-    for j in range(len(order)):
-        heads = []
-        for start, step, (energy, time_) in options.get(j, ()):
-            prefixes = best[start - 1] if start > 0 else empty
-            if prefixes:
-                first = prefixes[0].cost
-                heads.append((rank((first[0] + energy, first[1] + time_))[0], step, energy, time_, prefixes))
-        if len(heads) > k:
-            bound = sorted([head[0] for head in heads])[k - 1]
+    def keep(extensions: list[Extension]) -> list[Candidate]:
+        if slack is not None and len(extensions) > k:
+            firsts = [rank((ps[0].cost[0] + e, ps[0].cost[1] + t))[0] for _, (e, t), ps in extensions]
+            bound = sorted(firsts)[k - 1]
             bound += slack * abs(bound)
-            heads = [head for head in heads if head[0] <= bound]
-        candidates = [((p.cost[0] + energy, p.cost[1] + time_), step, p)
-                      for _, step, energy, time_, prefixes in heads for p in prefixes]
-        best[j] = [_Partial(cost, step, prev) for cost, step, prev in sorted(candidates, key=key)[:k]]
-    return [p.chain() for p in best[-1]] if order else []
+            extensions = [ext for ext, first in zip(extensions, firsts, strict=True) if first <= bound]
+        # sorted(...)[:k] is what heapq.nsmallest returns (a stable sort's first k), sorted in C
+        return sorted(_formed(extensions), key=key)[:k]
+
+    return _chains(order, options, keep)
 
 
 class _Partial:
@@ -208,24 +198,34 @@ class _Partial:
 
 #: A chain the DP may grow: its summed cost, its last step and the kept chain before it.
 Candidate = tuple[Cost, Step, "_Partial"]
+#: A segment ending at a layer, with its cost, and the kept chains of the layers before it (in keep order).
+Extension = tuple[Step, Cost, list["_Partial"]]
 
 
-def _chains(order: list[str], options: Options, keep: Callable[[list[Candidate]], list[Candidate]]
+def _chains(order: list[str], options: Options, keep: Callable[[list[Extension]], list[Candidate]]
             ) -> list[_Chain]:
     """Dynamic programming over the layers: the chains covering layers
-    ``0..j`` that ``keep`` keeps (judging them by their cost) of every prefix
-    kept and segment ending at ``j``; the chains kept for the whole network.
-    Candidates are plain tuples, only those kept become chains: a deep network's
-    DP weighs millions of them and keeps a few."""
+    ``0..j`` that ``keep`` keeps of every prefix kept and segment ending at
+    ``j`` (it is handed each segment with the prefixes it extends, and forms
+    the chains it judges, :func:`_formed`); the chains kept for the whole
+    network. Candidates are plain tuples, only those kept become chains: a
+    deep network's DP weighs millions of them and keeps a few."""
     best: list[list[_Partial]] = [[] for _ in order]
     empty = [_Partial((0.0, 0.0))]
     for j in range(len(order)):
-        candidates: list[Candidate] = []
-        for start, step, (energy, time_) in options.get(j, ()):
+        extensions = []
+        for start, step, cost in options.get(j, ()):
             prefixes = best[start - 1] if start > 0 else empty
-            candidates.extend(((p.cost[0] + energy, p.cost[1] + time_), step, p) for p in prefixes)
-        best[j] = [_Partial(cost, step, prev) for cost, step, prev in keep(candidates)]
+            if prefixes:
+                extensions.append((step, cost, prefixes))
+        best[j] = [_Partial(cost, step, prev) for cost, step, prev in keep(extensions)]
     return [p.chain() for p in best[-1]] if order else []
+
+
+def _formed(extensions: list[Extension]) -> list[Candidate]:
+    """Every chain of the extensions: each segment after each of its prefixes, in that order."""
+    return [((p.cost[0] + energy, p.cost[1] + time_), step, p) for step, (energy, time_), prefixes in extensions
+            for p in prefixes]
 
 
 #: the relative error of a tangent of EDP summed, far above a few roundings' (about 1e-15)
@@ -260,10 +260,10 @@ def _front_chains(order: list[str], options: Options) -> list[_Chain]:
     return _chains(order, options, _front)
 
 
-def _front(chains: list[Candidate]) -> list[Candidate]:
+def _front(extensions: list[Extension]) -> list[Candidate]:
     """The chains not dominated in (energy, time); of equal costs, the first."""
     front: list[Candidate] = []
-    for chain in sorted(chains, key=lambda c: c[0]):  # stable: equal costs keep their order
+    for chain in sorted(_formed(extensions), key=lambda c: c[0]):  # stable: equal costs keep their order
         if not front or chain[0][1] < front[-1][0][1]:
             front.append(chain)
     return front
@@ -662,27 +662,18 @@ class TangramScheduler(NetworkScheduler):
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
             costing = [search.segsolver.costing(request) for _, search, _, request in live]
-            layers.solve(jobs, done=_each([c.done for c in costing]), meanwhile=_each_once([c.ready for c in costing]))
+            layers.solve(jobs, done=_each([c.done for c in costing]), meanwhile=_each([c.ready for c in costing]))
             stepping, live[:] = list(live), []
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
         return [done[pinned] for pinned in runs if pinned in done]
 
 
-def _each(dones: list[Done]) -> Done:
-    """One ``done`` calling each of ``dones``."""
-    def done(key: Hashable) -> None:
-        for one in dones:
-            one(key)
-
-    return done
-
-
-def _each_once(calls: list[Callable[[], None]]) -> Callable[[], None]:
-    """One call making each of ``calls``."""
-    def call() -> None:
+def _each(calls: list[Callable[..., None]]) -> Callable[..., None]:
+    """One callback making each of ``calls`` with its arguments, in order."""
+    def call(*args: Hashable) -> None:
         for one in calls:
-            one()
+            one(*args)
 
     return call
 

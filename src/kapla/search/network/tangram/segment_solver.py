@@ -15,7 +15,7 @@ and reserve, not on the segment around it.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
@@ -76,8 +76,7 @@ class Costing:
         for inter in dict.fromkeys(inters):
             if solver.is_solved(inter):
                 continue
-            keys = {key for key in (solver._key(inter, place) for place in solver.placements(inter).values())
-                    if solver._missing(key)}
+            keys = set(solver.unsolved(inter))
             if not keys:
                 self._ready.append(inter)
                 continue
@@ -196,18 +195,22 @@ class SegmentSolver:
         for inter in inters:
             if self.is_solved(inter):
                 continue
-            for place in self.placements(inter).values():
-                key = self._key(inter, place)
+            for key in self.unsolved(inter):
                 if key not in jobs:
                     missing = self._missing(key)
-                    if missing:
-                        jobs[key] = (key.problem(self.arch, missing[0]), missing)
+                    jobs[key] = (key.problem(self.arch, missing[0]), missing)
         return jobs
 
     def solved(self, inter: InterScheme) -> bool:
         """Whether every layer solve the scheme needs is done (costing it then solves nothing)."""
-        return self.is_solved(inter) or all(not self._missing(self._key(inter, place))
-                                            for place in self.placements(inter).values())
+        return self.is_solved(inter) or next(self.unsolved(inter), None) is None
+
+    def unsolved(self, inter: InterScheme) -> Iterator[LayerKey]:
+        """The keys of the scheme's layer solves not made yet for some objective, in its layers' order."""
+        for place in self.placements(inter).values():
+            key = self._key(inter, place)
+            if self._missing(key):
+                yield key
 
     def placements(self, inter: InterScheme) -> dict[str, LayerPlacement]:
         """Where the scheme's layers run and where their data come from and go to (worked out once)."""
