@@ -78,7 +78,8 @@ def evaluate(scheme: LayerScheme, arch: ArchSpec, feed: Feed = FROM_DRAM, check:
         return LayerCost(scheme.layer.name, Validity((mismatch,)))
     nests = from_schemes([scheme])
     validity = check_scheme(scheme, arch, nests) if check else Validity()
-    costs = evaluate_nests(nests, arch, None if feed == FROM_DRAM else feed)
+    # the structural rules are check_scheme's (or not asked for): not checked twice
+    costs = evaluate_nests(nests, arch, None if feed == FROM_DRAM else feed, rules=False)
     if validity.ok and feed_rule:
         validity = Validity(tuple(f"{scheme.layer.name}: {v.describe(0)}" for v in costs.feed_violations if v.mask[0]))
     if not validity.ok:

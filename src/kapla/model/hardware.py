@@ -18,7 +18,7 @@ Structure, innermost level first (``levels[-1]`` is DRAM):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kapla.arch.spec import ArchSpec
@@ -75,6 +75,8 @@ class Hardware:
     psums_through_dram: bool = False  # nodes splitting a reduction each write their partial sums out
     gbuf_pe_side: bool = False  # the node buffer counts only what it serves the PEs
     regf_window: bool = False  # the register file holds one streamed output's window
+    #: :meth:`holders` by its arguments (asked per tensor and pair of levels by every model call)
+    _holders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def onchip(self) -> int:
@@ -94,8 +96,12 @@ class Hardware:
 
     def holders(self, kind: Kind, bypass: tuple[frozenset[Kind], ...] = ()) -> tuple[int, ...]:
         """On-chip levels keeping ``kind``, innermost first (``bypass``: a scheme's extra bypasses)."""
-        return tuple(i for i, lvl in enumerate(self.levels[:-1])
-                     if kind in lvl.holds and not (i < len(bypass) and kind in bypass[i]))
+        found = self._holders.get((kind, bypass))
+        if found is None:
+            found = self._holders[(kind, bypass)] = tuple(
+                i for i, lvl in enumerate(self.levels[:-1]) if kind in lvl.holds and not (i < len(bypass)
+                                                                                       and kind in bypass[i]))
+        return found
 
 
 @lru_cache(maxsize=1024)
