@@ -23,6 +23,8 @@ from kapla.arch import load_arch
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop, Stack
 from kapla.dataflow.tensors import DIMS, Kind
 from kapla.model import check_scheme, evaluate
+from kapla.model.cost import evaluate_nests
+from kapla.model.nests import from_schemes
 from kapla.workload.layer import Layer, Op
 
 BASE = load_arch("multinode")
@@ -200,8 +202,13 @@ def test_validity_agrees_with_brute_force(case):
         assert "units hold the same" in text
     if covered and not fits:
         assert "B per unit but holds" in text
+    cost = evaluate(scheme, arch)
+    # evaluate's verdict is check_scheme's (its model call leaves the rules to it), and its
+    # energy the model's on the scheme's own nest
+    assert cost.valid == verdict.ok
     if verdict.ok:
-        cost = evaluate(scheme, arch)
+        assert math.isclose(cost.total_energy, float(evaluate_nests(from_schemes([scheme]), arch).total[0]),
+                            rel_tol=1e-12)
         assert cost.valid and cost.total_energy > 0 and cost.time > 0
         # the evaluator counts every MAC of the layer, once
         assert cost.ops == scheme.layer.macs * scheme.batch
