@@ -428,39 +428,18 @@ class _Estimates:
         """The ``k`` frames of ``pool`` least by ``base`` plus the DRAM estimate,
         best first (ties by index). ``base`` may be worked out lazily too: NaN
         where not yet, ``fill(idx)`` working it out in place, ``floor`` bounding
-        it from below."""
+        it from below.
+
+        Both terms are worked out lazily, best first: a frame's lower bound is
+        each term where known, else its floor (``floor``, :attr:`once`); batches
+        of the frames least by it have their base, then (those still in the
+        running) their DRAM estimate worked out, until no frame not fully known
+        has a bound at most the ``k``-th best value known. A weak floor (the
+        base's) so costs a DRAM estimate only of the frames whose base leaves
+        them a chance."""
         if k <= 0 or not len(pool):
             return pool[:0]
-        if floor is not None and fill is not None:
-            return self._least_lazy(pool, k, base, floor, fill)
-        bound = base[pool] + self.once[pool]
-        by_bound = np.lexsort((pool, bound))
-        cand, bound = pool[by_bound], bound[by_bound]
-        done, step = 0, max(8 * k, 256)  # few calls: each has a fixed cost
-        while True:
-            done = min(len(cand), done + step)
-            step *= 2
-            self._compute(cand[:done])
-            unfit, value = self._keys(cand[:done], base)
-            best = np.lexsort((cand[:done], value, unfit))
-            if done == len(cand):
-                break
-            if len(best) >= k:
-                last = best[k - 1]
-                if not unfit[last] and value[last] < bound[done]:
-                    break
-        return cand[:done][best[:k]]
-
-    def _least_lazy(self, pool: np.ndarray, k: int, base: np.ndarray, floor: np.ndarray,
-                    fill: Callable[[np.ndarray], None]) -> np.ndarray:
-        """:meth:`least` where both terms are worked out lazily, best first: a
-        frame's lower bound is each term where known, else its floor (``floor``,
-        :attr:`once`); batches of the frames least by it have their base, then
-        (those still in the running) their DRAM estimate worked out, until no
-        frame not fully known has a bound at most the ``k``-th best value known.
-        A weak floor (the base's) so costs a DRAM estimate only of the frames
-        whose base leaves them a chance."""
-        lower = np.where(np.isnan(base[pool]), floor[pool], base[pool])
+        lower = base[pool] if floor is None else np.where(np.isnan(base[pool]), floor[pool], base[pool])
         step = max(8 * k, 256)  # few calls: each has a fixed cost
         while True:
             b, d = base[pool], self.dram[pool]
@@ -481,6 +460,7 @@ class _Estimates:
             step *= 2
             missing = cand[np.isnan(base[cand])]
             if len(missing):
+                assert fill is not None  # a base with gaps comes with what fills them
                 fill(missing)
                 # those its base now puts past the cut wait (a later batch may still need them)
                 cb = base[cand] + np.where(np.isnan(self.dram[cand]), self.once[cand], self.dram[cand])
