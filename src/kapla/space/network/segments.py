@@ -233,7 +233,7 @@ FOLD_UTILISATION = 0.95  # the tallest stripe whose counts keep the regions this
 def fold_regions(net: Network, slots: tuple[tuple[str, ...], ...],
                  array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:
     """The slots on folded regions sized by their operations (:func:`fold_allocation`)."""
-    return fold_allocation(tuple(slot_ops(net, s) for s in slots), array)
+    return fold_allocation([slot_ops(net, s) for s in slots], array)
 
 
 def fold_allocation(ops: Sequence[int], array: tuple[int, int]) -> tuple[AnyRegion, ...] | None:

@@ -180,10 +180,8 @@ class SegmentSolver:
         """Solve the layers these schemes need that are not solved yet, in the
         pool if there is one; each solve is cached the moment it finishes (and
         ``costing`` costs the schemes meanwhile, as their solves arrive)."""
-        if costing is None:
-            self.layers.solve(self.jobs(inters), progress, check)
-        else:
-            self.layers.solve(self.jobs(inters), progress, check, costing.done, costing.ready)
+        done, ready = (None, None) if costing is None else (costing.done, costing.ready)
+        self.layers.solve(self.jobs(inters), progress, check, done, ready)
 
     def costing(self, inters: Iterable[InterScheme]) -> Costing:
         """What costs ``inters`` while the workers solve their layers (:class:`Costing`)."""
