@@ -1,5 +1,7 @@
 """Whole-network scheduling: inter-layer schemes, pruning, DP, and TANGRAM's qualitative results."""
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,6 +10,7 @@ from kapla.api import schedule
 from kapla.arch import load_arch
 from kapla.errors import KaplaError
 from kapla.model import evaluate
+from kapla.model.objective import Objective
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.run import run_parts
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
@@ -15,14 +18,17 @@ from kapla.search.network.tangram.scheduler import (
     MAX_SEGMENT,
     KaplaStrategy,
     PlannedStrategy,
+    PruneStats,
     TangramScheduler,
+    _prepare,
     _ranks,
     _top_chains,
+    drive,
     kapla_dp,
 )
 from kapla.search.network.tangram.segment_solver import SegmentSolver
-from kapla.space.network.inter import inter_schemes, pin_reserve, weight_words
-from kapla.space.network.segments import segment_plans
+from kapla.space.network.inter import inter_schemes, may_fit, pin_reserve, weight_words
+from kapla.space.network.segments import schedule_order, segment_plans
 from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
 
@@ -236,3 +242,32 @@ def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(la
     for rank, slack in _ranks(None) + _ranks((2.0, 5.0)) + _ranks((0.1, 0.30000000000000004)):
         assert slack is not None
         assert _top_chains(order, options, k, rank, slack) == _top_chains(order, options, k, rank)
+
+
+def test_the_segments_schemes_are_worked_out_while_the_workers_solve_the_single_layers():
+    # the parent enumerates every segment's schemes while the single layers are solved, not
+    # before the first solve is handed out; the schemes are those of every candidate segment
+    net = get_network("alexnet", 16)
+    layers = LayerService(KaplaIntraSolver(), SMALL)
+    search = _prepare(net, SMALL, layers, Objective("energy"), KaplaStrategy(), time.perf_counter(), None, False,
+                      0, PruneStats())
+    events: list = []
+    enumerate_schemes = search.enumerate_schemes
+    search.enumerate_schemes = lambda: events.append("schemes") or enumerate_schemes()
+    solve = layers.solve
+
+    def recorded(jobs, progress=None, check=None, done=None, meanwhile=None):
+        events.append("solving")
+        solve(jobs, progress, check, done, meanwhile)
+        events.append("solved")
+
+    layers.solve = recorded
+    chains = drive(KaplaStrategy().plan(search), search)
+    # during the single layers' solves, then the DP's rounds
+    assert chains and events[:3] == ["solving", "schemes", "solved"] and len(events) > 5
+    assert events.count("schemes") == 1
+    order = list(schedule_order(net))
+    expected = [(order.index(plan.layers[0]), j, inter) for j, ending in enumerate(segment_plans(net, MAX_SEGMENT))
+                for plan in ending for inter in inter_schemes(net, SMALL, plan, False)
+                if may_fit(net, SMALL, inter, 0)]
+    assert search.schemes == expected and any(len(inter.layers) > 1 for _, _, inter in expected)

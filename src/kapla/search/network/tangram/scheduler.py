@@ -274,25 +274,48 @@ MAX_ROUNDS = 6
 STOP_MARGIN = 0.25  # seconds a budgeted search keeps to stop its workers, cost what it solved and return
 
 
+#: Every valid inter-layer scheme of every candidate segment: (first layer, last layer, scheme).
+Schemes = list[tuple[int, int, InterScheme]]
+
+
 @dataclass
 class Search:
     """What a network strategy works with: the network's layers in order, the
-    valid inter-layer schemes of every candidate segment, and a segment solver."""
+    valid inter-layer schemes of every candidate segment, and a segment solver.
+
+    The single layers are known at once; the schemes of every segment
+    (:attr:`schemes`) are worked out when first asked for, or by
+    :meth:`prepare`, which the drivers call while the workers solve the
+    single layers (ResNet-1001's training DAG: 1.7 s the workers waited)."""
 
     net: Network
     arch: ArchSpec
     objective: Objective
     order: list[str]
-    schemes: list[tuple[int, int, InterScheme]]  # (first layer, last layer, scheme)
     singles: list[InterScheme]  # each layer alone
     segsolver: SegmentSolver
     reserve: int
     stats: PruneStats
     progress: Progress | None
     start: float
+    #: works out :attr:`schemes` (once)
+    enumerate_schemes: Callable[[], Schemes]
     #: why the strategy stopped early (its budget ran out, or Ctrl-C), returning the best of what it solved
     stopped: str | None = None
     interrupted: bool = False
+    _schemes: Schemes | None = field(default=None, repr=False)
+
+    @property
+    def schemes(self) -> Schemes:
+        """Every valid inter-layer scheme of every candidate segment, in the order of their last layers."""
+        self.prepare()
+        assert self._schemes is not None
+        return self._schemes
+
+    def prepare(self) -> None:
+        """Work out :attr:`schemes` now, if not yet (for a driver to call while the workers solve)."""
+        if self._schemes is None:
+            self._schemes = self.enumerate_schemes()
 
 
 #: A strategy's search as a generator: it yields the inter-layer schemes whose
@@ -300,12 +323,14 @@ class Search:
 Plan = Generator[list[InterScheme], None, list[_Chain]]
 
 
-def drive(plan: Plan, segsolver: SegmentSolver) -> list[_Chain]:
-    """Run a plan alone: each request solved by ``segsolver`` (and costed as its layers arrive) before it goes on."""
+def drive(plan: Plan, search: Search) -> list[_Chain]:
+    """Run a plan alone: each request solved by the search's segment solver (and
+    costed as its layers arrive) before it goes on; the search prepared meanwhile."""
+    segsolver = search.segsolver
     try:
         request = next(plan)
         while True:
-            segsolver.prefetch(request, costing=segsolver.costing(request))
+            segsolver.prefetch(request, costing=segsolver.costing(request), meanwhile=search.prepare)
             request = plan.send(None)
     except StopIteration as done:
         return done.value
@@ -355,7 +380,7 @@ class KaplaStrategy:
         return OBJECTIVES
 
     def chains(self, search: Search) -> list[_Chain]:
-        return drive(self.plan(search), search.segsolver)
+        return drive(self.plan(search), search)
 
     def plan(self, search: Search) -> Plan:
         """:meth:`chains` as a plan: it yields the schemes whose layers it needs
@@ -662,7 +687,8 @@ class TangramScheduler(NetworkScheduler):
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
             costing = [search.segsolver.costing(request) for _, search, _, request in live]
-            layers.solve(jobs, done=_each([c.done for c in costing]), meanwhile=_each([c.ready for c in costing]))
+            layers.solve(jobs, done=_each([c.done for c in costing]),
+                         meanwhile=_each([c.ready for c in costing] + [search.prepare for _, search, _, _ in live]))
             stepping, live[:] = list(live), []
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
@@ -709,31 +735,43 @@ def _search(net: Network, arch: ArchSpec, layers: LayerService, objective: Objec
 def _prepare(net: Network, arch: ArchSpec, layers: LayerService, objective: Objective, strategy: NetworkStrategy,
              start: float, progress: Progress | None, pinned: bool, reserve: int,
              stats: PruneStats, folded: bool = True, share_inputs: bool = True) -> Search:
-    """One run's search: the valid inter-layer schemes of every candidate segment, with or without pinning."""
+    """One run's search, with or without pinning: each layer alone now, the valid
+    inter-layer schemes of every candidate segment when first asked for."""
     order = list(schedule_order(net))  # segments are runs of it
     index = {name: i for i, name in enumerate(order)}
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
     segsolver = SegmentSolver(net, arch, layers, strategy.variants(objective), reserve)
-    singles = []
-    plans = segment_plans(net, MAX_SEGMENT) if _pipelining(arch) else [[SegmentPlan((n,), ((n,),))] for n in order]
-    all_schemes: list[tuple[int, int, InterScheme]] = []
-    for j, ending in enumerate(plans):
-        for plan in ending:
-            for inter in inter_schemes(net, arch, plan, pinned, folded, share_inputs):
-                stats.considered += 1
-                stats.count(plan.layers, 0)
-                if not may_fit(net, arch, inter, reserve):
-                    continue
-                stats.valid += 1
-                stats.count(plan.layers, 1)
-                all_schemes.append((index[plan.layers[0]], j, inter))
-                if len(plan) == 1 and not inter.pins:  # the layer-by-layer chain pins only by kapla's rule
-                    singles.append(inter)
-    alone = {inter.layers[0] for inter in singles}
+
+    def valid(plan: SegmentPlan) -> list[tuple[InterScheme, bool]]:
+        return [(inter, may_fit(net, arch, inter, reserve))
+                for inter in inter_schemes(net, arch, plan, pinned, folded, share_inputs)]
+
+    # each layer alone: a single layer's segment plan is the same whether or not layers are pipelined
+    alone = {name: valid(SegmentPlan((name,), ((name,),))) for name in order}
+    # the layer-by-layer chain pins only by kapla's rule
+    singles = [inter for name in order for inter, fits in alone[name] if fits and not inter.pins]
+    have = {inter.layers[0] for inter in singles}
     for name in order:
-        if name not in alone:  # nothing to fall back on: no schedule without this layer
+        if name not in have:  # nothing to fall back on: no schedule without this layer
             raise no_scheme(net[name], net.batch, arch)
-    return Search(net, arch, objective, order, all_schemes, singles, segsolver, reserve, stats, progress, start)
+
+    def enumerate_schemes() -> Schemes:
+        plans = (segment_plans(net, MAX_SEGMENT) if _pipelining(arch)
+                 else [[SegmentPlan((n,), ((n,),))] for n in order])
+        schemes: Schemes = []
+        for j, ending in enumerate(plans):
+            for plan in ending:
+                for inter, fits in alone[plan.layers[0]] if len(plan) == 1 else valid(plan):
+                    stats.considered += 1
+                    stats.count(plan.layers, 0)
+                    if not fits:
+                        continue
+                    stats.valid += 1
+                    stats.count(plan.layers, 1)
+                    schemes.append((index[plan.layers[0]], j, inter))
+        return schemes
+
+    return Search(net, arch, objective, order, singles, segsolver, reserve, stats, progress, start, enumerate_schemes)
 
 
 def _best(search: Search, chains: list[_Chain]) -> _Best:

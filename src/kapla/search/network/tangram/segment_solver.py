@@ -15,7 +15,7 @@ and reserve, not on the segment around it.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kapla.arch.spec import ArchSpec
@@ -176,12 +176,21 @@ class SegmentSolver:
         return all((inter, objective) in self.cache for objective in self.objectives)
 
     def prefetch(self, inters: Iterable[InterScheme], progress: LayerProgress | None = None,
-                 check: Check | None = None, costing: Costing | None = None) -> None:
+                 check: Check | None = None, costing: Costing | None = None,
+                 meanwhile: Callable[[], None] | None = None) -> None:
         """Solve the layers these schemes need that are not solved yet, in the
         pool if there is one; each solve is cached the moment it finishes (and
-        ``costing`` costs the schemes meanwhile, as their solves arrive)."""
+        ``costing`` costs the schemes meanwhile, as their solves arrive; then
+        ``meanwhile`` runs, while the workers solve)."""
         done, ready = (None, None) if costing is None else (costing.done, costing.ready)
-        self.layers.solve(self.jobs(inters), progress, check, done, ready)
+
+        def meantime() -> None:
+            if ready is not None:
+                ready()
+            if meanwhile is not None:
+                meanwhile()
+
+        self.layers.solve(self.jobs(inters), progress, check, done, meantime)
 
     def costing(self, inters: Iterable[InterScheme]) -> Costing:
         """What costs ``inters`` while the workers solve their layers (:class:`Costing`)."""
