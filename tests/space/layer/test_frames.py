@@ -221,3 +221,40 @@ def test_what_frames_share_cannot_be_changed_through_one_of_them():
         ev.mu[0] = 7
     with pytest.raises(TypeError):
         ev.shr[next(iter(ev.shr))] = 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize("arch", ["simba", "eyeriss", "multinode_4x4", "edge", "4-level", "per-tensor", "3-level"])
+def test_blocks_checked_for_many_frames_at_once_fit_as_each_frames_own(arch):
+    """fits_above_many checks unit factors of many frames (their own PE units,
+    stacks, fixed inner loops and buffer sharing) in one go: every row gets
+    what its own frame's fits_above gives, at every level and ``upto``."""
+    from kapla.space.layer.frames import fits_above_many, split_rows
+
+    spec = HIERARCHIES[arch] if arch in HIERARCHIES else load_arch(arch)
+    rng = np.random.default_rng(7)
+    layers = (Layer("c", Op.CONV, c=12, k=16, h=6, w=6, s=3, r=3), Layer("f", Op.FC, c=64, k=24, h=1, w=1),
+              Layer("w", Op.CONV, c=3, k=8, h=27, w=27, s=11, r=11, stride=(4, 4)),
+              Layer("b", Op.CONV, c=64, k=64, h=56, w=56, s=3, r=3))
+    checked = rejected = 0
+    for layer in layers:
+        every = frames(layer, 2, spec)
+        evs = [FrameEvaluator(f, spec) for f in every[::max(len(every) // 30, 1)]]
+        units, which = [], []
+        for n, ev in enumerate(evs):
+            _, taken = split_rows(np.array([ev.frame.rest], dtype=np.int64), ev.frame.dims)
+            # the largest blocks too: some overflow the buffers above the PEs
+            pick = taken[np.concatenate([np.argsort(-taken.prod(axis=1))[:10], rng.permutation(len(taken))[:10]])]
+            units.append(pick)
+            which += [n] * len(pick)
+        unit, which = np.concatenate(units), np.array(which, dtype=np.int64)
+        levels = evs[0].levels
+        for level in range(levels):
+            for upto in {None, *range(level + 1, levels + 1)}:
+                together = fits_above_many(evs, which, unit, level, upto)
+                ones = [np.ones_like(unit)] * level
+                alone = np.concatenate([ev.fits_above(level, u, [o[:len(u)] for o in ones], upto)
+                                        for ev, u in zip(evs, units, strict=True)])
+                assert np.array_equal(together, alone)
+                checked += len(unit)
+                rejected += int((~together).sum())
+    assert checked and rejected  # some blocks overflow a buffer

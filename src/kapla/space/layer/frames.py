@@ -389,6 +389,44 @@ class FrameEvaluator:
         return LayerScheme(self.frame.layer, self.frame.batch, tuple(unit.items()), tuple(levels), ifm_name=ifm_name)
 
 
+def fits_above_many(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray, level: int,
+                    upto: int | None = None) -> np.ndarray:
+    """:meth:`FrameEvaluator.fits_above` of unit factors ``unit`` ``(F, 8)``
+    with every loop below ``level`` counting one, row ``r`` in frame
+    ``evs[which[r]]`` (frames of one layer, batch, hardware and depth), all
+    rows in one go: a block is the unit times what the frame's levels below
+    stack (exact integers, whatever the order), clipped to the layer."""
+    ok = np.ones(unit.shape[0], dtype=bool)
+    if not len(evs):
+        return ok
+    first = evs[0]
+    full, levels = first._full, first.levels
+    mu = np.stack([ev.mu for ev in evs])
+    for j in range(level, levels if upto is None else upto):
+        # per frame, what one unit factor becomes at ``j``: its PE unit and every level below stacked
+        here = mu
+        for i in range(j):
+            here = here * np.stack([_stacked(ev, i) for ev in evs])
+        block = np.minimum(here[which] * unit, full)
+        shr: dict = {}
+        if j == levels - 1:
+            for kind in dict.fromkeys(k for ev in evs for k in ev.shr):
+                shr[kind] = np.array([ev.shr.get(kind, 1) for ev in evs], dtype=np.int64)[which]
+        words = block_words(block, first.frame.layer, first._roles, first.hw, j, (), shr)
+        ok &= fits(words, first.hw, j) if words else True
+    return ok
+
+
+def _stacked(ev: FrameEvaluator, level: int) -> np.ndarray:
+    """``(8,)`` what ``level``'s stacks multiply a block by (at the PE level, with its fixed inner loops)."""
+    out = ev.spatial[level]
+    if level == 0 and ev.inner:
+        out = out.copy()
+        for d, c in ev.inner:
+            out[d] *= c
+    return out
+
+
 def _one_row(values: Sequence[int]) -> np.ndarray:
     return np.array(values, dtype=np.int64).reshape(1, len(values))
 

@@ -72,6 +72,7 @@ from kapla.space.layer.frames import (
     Frame,
     FrameEvaluator,
     coverage_of_many,
+    fits_above_many,
     frame_totals,
     merged_nests,
     order_classes,
@@ -578,24 +579,23 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
     # a frame's register blocks and their energies do not depend on who asks: worked out once per space
     known = space.scratch.setdefault("register blocks", {})
     below = space.scratch.setdefault("register units", {})  # sharing variants have the same blocks below the node level
+    new = [i for i in dict.fromkeys(frames) if i not in known]
+    evs = [space.evaluator(i) for i in new]
+    # every new frame's blocks at once: numpy calls on a few rows each cost what they cost on many
+    _units_below(evs, below)
+    unit_sets = [below[(ev.frame.spatial, ev.frame.rest)] for ev in evs]
+    if evs and evs[0].levels > 1:
+        # the node level: its buffer sharing changes what fits there
+        which = np.repeat(np.arange(len(evs), dtype=np.int64), [len(u) for u in unit_sets])
+        ok = fits_above_many(evs, which, np.concatenate(unit_sets), evs[0].levels - 1)
+        unit_sets = [u[o] for u, o in zip(unit_sets, np.split(ok, np.cumsum([len(u) for u in unit_sets])[:-1]),
+                                          strict=True)]
     arrs, fresh = [], []
-    for i in dict.fromkeys(frames):
-        if i in known:
-            continue
-        ev = space.evaluator(i)
-        frame = ev.frame
-        rest = np.array(frame.rest, dtype=np.int64)
-        key = (frame.spatial, frame.rest)
-        units = below.get(key)
-        if units is None:
-            _, units = split_rows(rest[None, :], frame.dims)
-            units = below[key] = units[ev.fits_above(0, units, (), upto=ev.levels - 1)]
-        if len(units) and ev.levels > 1:
-            # the node level: its buffer sharing changes what fits there
-            units = units[ev.fits_above(ev.levels - 1, units, [np.ones_like(units)] * (ev.levels - 1))]
+    for i, ev, units in zip(new, evs, unit_sets, strict=True):
         if len(units) == 0:
             known[i] = None
             continue
+        rest = np.array(ev.frame.rest, dtype=np.int64)
         lefts = rest[None, :] // units
         b = None if ev.levels == 1 else _unit_blockings(units, lefts, ev.levels)
         if b is not None:
@@ -628,6 +628,39 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
             blocks[i] = [_State(units[j], [], [], lefts[j]) for j in kept]
             best[i] = float(value[kept[0]])
     return blocks, np.array([best[i] for i in frames]), evaluated
+
+
+def _units_below(evs: Sequence[FrameEvaluator], below: dict) -> None:
+    """Into ``below``, per frame's (spatial choices, rest) not there yet: every
+    register block (divisors of the rest) whose blocks fit every level below
+    the node level, worked out for all such frames together (by the dims they
+    still loop over: :func:`split_rows` takes many rows at once)."""
+    todo: dict[tuple, FrameEvaluator] = {}
+    for ev in evs:
+        key = (ev.frame.spatial, ev.frame.rest)
+        if key not in below:
+            todo.setdefault(key, ev)
+    if not todo:
+        return
+    by_dims: dict[tuple[int, ...], list[tuple]] = {}
+    for key, ev in todo.items():
+        by_dims.setdefault(ev.frame.dims, []).append(key)
+    keys: list[tuple] = []
+    units, whose = [], []
+    for dims, group in by_dims.items():
+        src, taken = split_rows(np.array([key[1] for key in group], dtype=np.int64).reshape(len(group), ND), dims)
+        units.append(taken)
+        whose.append(src + len(keys))
+        keys += group
+    unit, which = np.concatenate(units), np.concatenate(whose)
+    firsts = [todo[key] for key in keys]
+    ok = fits_above_many(firsts, which, unit, 0, upto=firsts[0].levels - 1)
+    unit, which = unit[ok], which[ok]
+    # split_rows keeps each source row's blocks together, in the order it gives for that row alone
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(keys) + 1))
+    for n, key in enumerate(keys):
+        below[key] = unit[order[bounds[n]:bounds[n + 1]]]
 
 
 _COVERAGE_CHUNK = 4  # register blocks checked for coverage at a time, best first
