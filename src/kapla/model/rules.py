@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import cast
 
 import numpy as np
@@ -146,16 +146,25 @@ def used_units(nests: Nests) -> list[np.ndarray]:
 
 def _stack_use(nests: Nests, level: int) -> np.ndarray:
     """``(F, stacks)`` units of each stack of ``level`` in use (see :func:`used_units`)."""
-    F = nests.combos
-    f = np.arange(F)
     st = nests.stacks[level]
-    reach = np.array(nests.nominal_tiles[level], dtype=np.int64)  # what each stack advances by, innermost first
-    out = np.ones((F, st.dims.shape[1]), dtype=np.int64)
-    for k in range(st.dims.shape[1]):
-        d, n = st.dims[:, k], st.counts[:, k]
-        step, full = reach[f, d], nests.full[d]
-        out[:, k] = np.where(wholly_beyond(n, step, full), -(-full // np.maximum(step, 1)), n)
-        reach[f, d] = step * n
+    d, n = st.dims, st.counts
+    S = d.shape[1]
+    # what each stack advances by: the level's nominal block, times the stacks of its
+    # dim inside it (innermost first); all stacks at once (a model call's fixed cost)
+    step = np.take_along_axis(nests.nominal_tiles[level], d, axis=1)
+    if S > 1:
+        inside = (d[:, :, None] == d[:, None, :]) & _inside(S)
+        if inside.any():
+            step = step * np.prod(np.where(inside, n[:, None, :], 1), axis=2)
+    full = nests.full[d]
+    return np.where(wholly_beyond(n, step, full), -(-full // np.maximum(step, 1)), n)
+
+
+@lru_cache(maxsize=64)
+def _inside(stacks: int) -> np.ndarray:
+    """``[k, j]``: stack ``j`` lies inside stack ``k`` (innermost first)."""
+    out = np.tri(stacks, k=-1, dtype=bool)
+    out.setflags(write=False)
     return out
 
 
