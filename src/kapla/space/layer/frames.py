@@ -598,6 +598,38 @@ def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[
     return out
 
 
+def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray, level: int) -> np.ndarray:
+    """:func:`coverage_of_many` of blockings with unit factors ``unit`` ``(R, 8)``,
+    row ``r`` in frame ``evs[which[r]]`` (frames of one layer and batch), all that
+    is left of the frame's rest looping at ``level`` and every other loop
+    counting one; the rows of frames laid out alike checked in one batch."""
+    ok = np.zeros(len(unit), dtype=bool)
+    groups: dict[tuple, list[int]] = {}
+    for n, ev in enumerate(evs):
+        columns, _, starts = ev.coverage_layout
+        groups.setdefault((len(columns), starts), []).append(n)
+    rest = np.array([ev.frame.rest for ev in evs], dtype=np.int64).reshape(len(evs), ND)
+    for (_, starts), members in groups.items():
+        if len(groups) == 1:
+            rows = np.arange(len(unit))
+        else:
+            rows = np.flatnonzero(np.isin(which, members))
+            if not len(rows):
+                continue
+        # per frame of the group, its layout; per row, its frame's
+        at = np.zeros(len(evs), dtype=np.int64)
+        at[members] = np.arange(len(members))
+        mine = at[which[rows]]
+        picked = [evs[n] for n in members]
+        u = unit[rows]
+        dims = np.array([ev.coverage_layout[0] for ev in picked], dtype=np.int64)[mine]
+        counts = np.array([ev.coverage_layout[1] for ev in picked], dtype=np.int64)[mine]
+        counts[:, starts[level]:starts[level] + ND] = rest[which[rows]] // u
+        full_unit = np.stack([ev.mu for ev in picked])[mine] * u
+        ok[rows] = tile_coverage(picked[0]._full, full_unit, dims, counts).ok
+    return ok
+
+
 @lru_cache(maxsize=4096)
 def _divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)

@@ -71,7 +71,7 @@ from kapla.space.layer.frames import (
     Blockings,
     Frame,
     FrameEvaluator,
-    coverage_of_many,
+    coverage_of_units,
     fits_above_many,
     frame_totals,
     merged_nests,
@@ -708,27 +708,16 @@ def _coverable(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | Non
     candidate one level up loops over all that is left there: its loop orders
     cannot change which blocks it visits, so each block is checked once that
     way and once with all that is left at the top."""
-    parts, where = [], []
-    out: list[np.ndarray] = []
-    for ev, units, b, idx in items:
-        if b is None or not len(idx):
-            out.append(np.ones(len(idx), dtype=bool))
-            continue
-        u = units[idx]
-        levels = ev.levels
-        rest = np.array(ev.frame.rest, dtype=np.int64)[None, :] // u
-        ident = np.broadcast_to(np.arange(ND, dtype=np.int64), u.shape)
-        each = np.arange(len(u), dtype=np.int64)
-        orders = tuple(ident for _ in range(levels))
-        for at in (0, levels - 1):
-            parts.append((ev, Blockings(u, tuple(rest if lvl == at else np.ones_like(u) for lvl in range(levels)),
-                                        each, orders)))
-        where.append(len(out))
-        out.append(np.zeros(0, dtype=bool))
-    if parts:
-        oks = coverage_of_many(parts)
-        for m, n in enumerate(where):
-            out[n] = oks[2 * m] | oks[2 * m + 1]
+    out: list[np.ndarray] = [np.ones(len(idx), dtype=bool) for _, _, _, idx in items]
+    checked = [n for n, (_, _, b, idx) in enumerate(items) if b is not None and len(idx)]
+    if not checked:
+        return out
+    evs = [items[n][0] for n in checked]
+    units = np.concatenate([items[n][1][items[n][3]] for n in checked])
+    which = np.repeat(np.arange(len(checked), dtype=np.int64), [len(items[n][3]) for n in checked])
+    ok = coverage_of_units(evs, which, units, 0) | coverage_of_units(evs, which, units, evs[0].levels - 1)
+    for n, part in zip(checked, np.split(ok, np.cumsum([len(items[n][3]) for n in checked])[:-1]), strict=True):
+        out[n] = part
     return out
 
 
