@@ -157,33 +157,6 @@ def test_frames_costed_together_cost_as_each_alone(arch):
     assert padded or arch == "edge"  # frames of several shapes were costed together
 
 
-@pytest.mark.parametrize("arch", ["simba", "eyeriss", "multinode_4x4", "edge"])
-def test_coverage_checked_per_factor_row_is_coverage_per_candidate(arch):
-    """coverage_of_many checks each factor row once (a blocking's loop orders
-    cannot change which blocks it visits, the mapping's own loops included):
-    every candidate gets what the coverage rule gives it on its own."""
-    from kapla.arch import load_arch
-    from kapla.model.rules import coverage
-    from kapla.space.layer.frames import blockings, coverage_of_many
-
-    spec = load_arch(arch)
-    parts = []
-    for layer in (Layer("c", Op.CONV, c=12, k=16, h=6, w=6, s=3, r=3), Layer("f", Op.FC, c=64, k=24, h=1, w=1),
-                  Layer("w", Op.CONV, c=3, k=8, h=27, w=27, s=11, r=11, stride=(4, 4))):
-        every = frames(layer, 2, spec)
-        for frame in every[::max(len(every) // 40, 1)]:  # some 40 frames of each layer prove as much as all
-            ev = FrameEvaluator(frame, spec)
-            b = next(iter(blockings(ev, 256)), None)
-            if b is not None:
-                parts.append((ev, b))
-    oks = coverage_of_many(parts)
-    for (ev, b), ok in zip(parts, oks, strict=True):
-        assert np.array_equal(ok, coverage(ev.nests(b)).ok)
-    assert any(ok.any() for ok in oks)
-    if arch in ("eyeriss", "multinode_4x4"):  # row-stationary folds: the mapping's own loops at level 0
-        assert any(ev.inner for ev, _ in parts)
-
-
 def test_a_layer_whose_widest_partitions_tile_nothing_below_runs_on_fewer_nodes():
     # a vector layer of 32 channels by 81 tokens on 16x16 nodes: its only partition
     # of every node gives each node 11 rows, which the 16x16 PE array's row-stationary
@@ -263,9 +236,10 @@ def test_blocks_checked_for_many_frames_at_once_fit_as_each_frames_own(arch):
 @pytest.mark.parametrize("arch", ["simba", "eyeriss", "multinode_4x4", "edge", "4-level", "3-level"])
 def test_units_checked_for_coverage_at_once_are_covered_as_their_blockings(arch):
     """coverage_of_units checks unit factors of many frames, all that is left
-    looping at one level, in one go: each row gets what coverage_of_many gives
-    that blocking of its own frame."""
-    from kapla.space.layer.frames import coverage_of_many, coverage_of_units, split_rows
+    looping at one level, in one go (the frames' own loops at level 0 in place):
+    each row gets what the coverage rule gives that blocking's nest on its own."""
+    from kapla.model.rules import coverage
+    from kapla.space.layer.frames import coverage_of_units, split_rows
 
     spec = HIERARCHIES[arch] if arch in HIERARCHIES else load_arch(arch)
     idle = 0
@@ -283,7 +257,7 @@ def test_units_checked_for_coverage_at_once_are_covered_as_their_blockings(arch)
                 counts = tuple(rest if lvl == level else np.ones_like(u) for lvl in range(ev.levels))
                 orders = tuple(np.broadcast_to(np.arange(ND), u.shape) for _ in range(ev.levels))
                 parts.append((ev, Blockings(u, counts, np.arange(len(u)), orders)))
-            alone = np.concatenate(coverage_of_many(parts))
+            alone = np.concatenate([coverage(ev.nests(b)).ok for ev, b in parts])
             assert np.array_equal(together, alone)
             idle += int((~together).sum())
     assert idle or arch != "simba"  # there some blocks leave wholly idle iterations

@@ -316,7 +316,7 @@ class FrameEvaluator:
     @cached_property
     def coverage_layout(self) -> tuple[list[int], list[int], tuple[int, ...]]:
         """The frame's loops innermost first, as its nests lay them out
-        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_many`:
+        (:meth:`kapla.model.nests.Nests.dim_loops`), for :func:`coverage_of_units`:
         their dims and counts, and per level the column where its blocking
         loops start (one per dim, in :data:`DIMS` order; their counts left 1 here)."""
         dims: list[int] = []
@@ -568,41 +568,14 @@ def frame_totals(parts: Sequence[tuple[Frame, Blockings]], hw: Hardware, feed: F
     return out
 
 
-def coverage_of_many(parts: Sequence[tuple[FrameEvaluator, Blockings]]) -> list[np.ndarray]:
-    """Which of each frame's blockings leave no wholly idle iteration
-    (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
-    of their nests). Each factor row is checked once: a blocking's levels loop
-    over each dim once, inside them at level 0 the mapping's own loops in a
-    fixed order, so its orders cannot change which blocks it visits. The factor
-    rows of frames of one layer whose loops take the same columns are checked in one batch."""
-    groups: dict[tuple, list[int]] = {}
-    for i, (ev, _) in enumerate(parts):
-        # frames whose loops take the same columns are laid out together
-        columns, _, starts = ev.coverage_layout
-        groups.setdefault((ev.frame.layer, ev.frame.batch, len(columns), starts), []).append(i)
-    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(parts)
-    for members in groups.values():
-        evs = [parts[i][0] for i in members]
-        bs = [parts[i][1] for i in members]
-        combos = np.array([b.unit.shape[0] for b in bs], dtype=np.int64)
-        unit = np.repeat(np.stack([ev.mu for ev in evs]), combos, axis=0) * np.concatenate([b.unit for b in bs])
-        dims = np.repeat(np.array([ev.coverage_layout[0] for ev in evs], dtype=np.int64), combos, axis=0)
-        counts = np.repeat(np.array([ev.coverage_layout[1] for ev in evs], dtype=np.int64), combos, axis=0)
-        for lvl, start in enumerate(evs[0].coverage_layout[2]):
-            counts[:, start:start + ND] = np.concatenate([b.counts[lvl] for b in bs])
-        ok = tile_coverage(evs[0]._full, unit, dims, counts).ok
-        at = 0
-        for i, F in zip(members, combos.tolist(), strict=True):
-            out[i] = ok[at:at + F][parts[i][1].rows]
-            at += F
-    return out
-
-
 def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray, level: int) -> np.ndarray:
-    """:func:`coverage_of_many` of blockings with unit factors ``unit`` ``(R, 8)``,
-    row ``r`` in frame ``evs[which[r]]`` (frames of one layer and batch), all that
-    is left of the frame's rest looping at ``level`` and every other loop
-    counting one; the rows of frames laid out alike checked in one batch."""
+    """Which blockings leave no wholly idle iteration (:func:`kapla.model.rules.tile_coverage`,
+    as :func:`kapla.model.rules.coverage` of their nests): those with unit factors
+    ``unit`` ``(R, 8)``, row ``r`` in frame ``evs[which[r]]`` (frames of one
+    layer and batch), all that is left of the frame's rest looping at ``level``
+    and every other loop counting one (their orders cannot change which blocks
+    they visit). The rows of frames whose loops take the same columns are
+    checked in one batch."""
     ok = np.zeros(len(unit), dtype=bool)
     groups: dict[tuple, list[int]] = {}
     for n, ev in enumerate(evs):
