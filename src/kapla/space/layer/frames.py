@@ -343,17 +343,27 @@ class FrameEvaluator:
         counts of the levels below it."""
         tile = self.mu * unit
         for i in range(level):
-            tile = tile * self.spatial[i] * counts[i]
-            if i == 0:
-                for d, c in self.inner:
-                    tile[:, d] *= c
+            tile = tile * self.stacked(i) * counts[i]
         return np.minimum(tile, self._full)
+
+    def stacked(self, level: int) -> np.ndarray:
+        """``(8,)`` what ``level``'s stacks multiply a block by (at the PE level, with its fixed inner loops)."""
+        out = self.spatial[level]
+        if level == 0 and self.inner:
+            out = out.copy()
+            for d, c in self.inner:
+                out[d] *= c
+        return out
 
     def fits(self, level: int, block: np.ndarray) -> np.ndarray:
         """``(F,)`` blocks one unit of ``level`` can hold (each per-tensor buffer on its own)."""
-        # a frame's nests bypass nothing the hardware holds
+        return self._fits_with(level, block, self.shr)
+
+    def _fits_with(self, level: int, block: np.ndarray, shr: Mapping[Kind, np.ndarray | np.integer]) -> np.ndarray:
+        """:meth:`fits` with the node level's sharing factors ``shr`` (per block, or the frame's own)."""
+        # a frame's nests bypass nothing the hardware holds; only the node level shares
         words = block_words(block, self.frame.layer, self._roles, self.hw, level, (),
-                            self.shr if level == self.levels - 1 else {})
+                            shr if level == self.levels - 1 else {})
         return fits(words, self.hw, level) if words else np.ones(block.shape[0], dtype=bool)
 
     def fits_above(self, level: int, unit: np.ndarray, counts: Sequence[np.ndarray],
@@ -395,36 +405,25 @@ def fits_above_many(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.n
     with every loop below ``level`` counting one, row ``r`` in frame
     ``evs[which[r]]`` (frames of one layer, batch, hardware and depth), all
     rows in one go: a block is the unit times what the frame's levels below
-    stack (exact integers, whatever the order), clipped to the layer."""
+    stack (:meth:`FrameEvaluator.block`; exact integers, whatever the order)."""
     ok = np.ones(unit.shape[0], dtype=bool)
     if not len(evs):
         return ok
     first = evs[0]
-    full, levels = first._full, first.levels
-    mu = np.stack([ev.mu for ev in evs])
-    for j in range(level, levels if upto is None else upto):
-        # per frame, what one unit factor becomes at ``j``: its PE unit and every level below stacked
-        here = mu
-        for i in range(j):
-            here = here * np.stack([_stacked(ev, i) for ev in evs])
-        block = np.minimum(here[which] * unit, full)
-        shr: dict = {}
-        if j == levels - 1:
-            for kind in dict.fromkeys(k for ev in evs for k in ev.shr):
-                shr[kind] = np.array([ev.shr.get(kind, 1) for ev in evs], dtype=np.int64)[which]
-        words = block_words(block, first.frame.layer, first._roles, first.hw, j, (), shr)
-        ok &= fits(words, first.hw, j) if words else True
+    # per frame, what one unit factor becomes at level ``j``: its PE unit and every level below stacked
+    here = np.stack([ev.mu for ev in evs])
+    end = first.levels if upto is None else upto
+    for j in range(end):
+        if j >= level:
+            block = np.minimum(here[which] * unit, first._full)
+            shr = {}
+            if j == first.levels - 1:  # only the node level shares
+                kinds = dict.fromkeys(k for ev in evs for k in ev.shr)
+                shr = {k: np.array([ev.shr.get(k, 1) for ev in evs], dtype=np.int64)[which] for k in kinds}
+            ok &= first._fits_with(j, block, shr)
+        if j + 1 < end:
+            here = here * np.stack([ev.stacked(j) for ev in evs])
     return ok
-
-
-def _stacked(ev: FrameEvaluator, level: int) -> np.ndarray:
-    """``(8,)`` what ``level``'s stacks multiply a block by (at the PE level, with its fixed inner loops)."""
-    out = ev.spatial[level]
-    if level == 0 and ev.inner:
-        out = out.copy()
-        for d, c in ev.inner:
-            out[d] *= c
-    return out
 
 
 def _one_row(values: Sequence[int]) -> np.ndarray:

@@ -48,7 +48,7 @@ because segment costs add up); its layers are solved for the objective asked for
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Hashable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -58,7 +58,7 @@ from kapla.errors import KaplaError
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
-from kapla.search.network.tangram.segment_solver import Found, SegmentSolver
+from kapla.search.network.tangram.segment_solver import Found, SegmentSolver, each_call
 from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pinned_load
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
 from kapla.space.layer.diagnose import no_scheme
@@ -687,21 +687,12 @@ class TangramScheduler(NetworkScheduler):
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
             costing = [search.segsolver.costing(request) for _, search, _, request in live]
-            layers.solve(jobs, done=_each([c.done for c in costing]),
-                         meanwhile=_each([c.ready for c in costing] + [search.prepare for _, search, _, _ in live]))
+            layers.solve(jobs, done=each_call([c.done for c in costing]),
+                         meanwhile=each_call([c.ready for c in costing] + [search.prepare for _, search, _, _ in live]))
             stepping, live[:] = list(live), []
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
         return [done[pinned] for pinned in runs if pinned in done]
-
-
-def _each(calls: list[Callable[..., None]]) -> Callable[..., None]:
-    """One callback making each of ``calls`` with its arguments, in order."""
-    def call(*args: Hashable) -> None:
-        for one in calls:
-            one(*args)
-
-    return call
 
 
 def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,

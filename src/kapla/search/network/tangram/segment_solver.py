@@ -55,6 +55,15 @@ class LayerKey:
         return None if local is None else Problem(self.layer, self.batch, local, objective, self.feed)
 
 
+def each_call(calls: list[Callable[..., None]]) -> Callable[..., None]:
+    """One callback making each of ``calls`` with its arguments, in order."""
+    def call(*args: Hashable) -> None:
+        for one in calls:
+            one(*args)
+
+    return call
+
+
 #: A solved segment: its schemes and cost.
 Found = tuple[SegmentScheme, SegmentCost]
 
@@ -182,15 +191,9 @@ class SegmentSolver:
         pool if there is one; each solve is cached the moment it finishes (and
         ``costing`` costs the schemes meanwhile, as their solves arrive; then
         ``meanwhile`` runs, while the workers solve)."""
-        done, ready = (None, None) if costing is None else (costing.done, costing.ready)
-
-        def meantime() -> None:
-            if ready is not None:
-                ready()
-            if meanwhile is not None:
-                meanwhile()
-
-        self.layers.solve(self.jobs(inters), progress, check, done, meantime)
+        done = None if costing is None else costing.done
+        calls = [call for call in (None if costing is None else costing.ready, meanwhile) if call is not None]
+        self.layers.solve(self.jobs(inters), progress, check, done, each_call(calls))
 
     def costing(self, inters: Iterable[InterScheme]) -> Costing:
         """What costs ``inters`` while the workers solve their layers (:class:`Costing`)."""
