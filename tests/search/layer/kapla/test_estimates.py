@@ -140,8 +140,11 @@ def _plain_dram(arr, arch):
     return best
 
 
+@pytest.mark.parametrize("merged", [True, False], ids=["patterns-merged", "pattern-by-pattern"])
 @pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
-def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer):
+def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer, merged, monkeypatch):
+    # rows looping over different dims: costed in one grid over all of them, or a grid per pattern
+    monkeypatch.setattr(E, "_MERGED_GRID", 1 << 40 if merged else 0)
     arch = ARCHS[arch_name]
     found = frames(layer, 4, arch, relax=False)
     arr = E.frame_arrays(found, arch)

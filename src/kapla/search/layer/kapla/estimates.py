@@ -46,6 +46,7 @@ ND = len(DIMS)
 _SPLITS = (0.0, 1 / 3, 2 / 3, 1.0)  # loop counts tried per dim: 1, about the cube root, its square, all
 _UNFIT_PENALTY = 4  # a frame no analytic blocking fits ranks behind every one that fits, by this factor
 _FILTER = (DIM_INDEX["S"], DIM_INDEX["R"])
+_MERGED_GRID = 1 << 16  # grid cells (rows times splits) up to which every pattern goes in one family call
 _ROW_FIELDS = ("rest", "mu", "s0", "in0", "s1", "dist", "nodes", "pes", "trips", "below", "units")
 
 
@@ -427,8 +428,12 @@ def _by_pattern(arr: FrameArrays, family) -> np.ndarray:
     masks = (arr.rest > 1) @ (1 << np.arange(ND, dtype=np.int64))  # the looping dims as bits
     patterns, where = np.unique(masks, return_inverse=True)
     where = where.reshape(-1)
-    if len(patterns) == 1:
-        return family(arr, [j for j in range(ND) if patterns[0] >> j & 1])
+    union = int(np.bitwise_or.reduce(patterns))
+    if len(patterns) == 1 or len(arr.rest) * len(_SPLITS) ** union.bit_count() <= _MERGED_GRID:
+        # a row looping over fewer dims than the union has one count, 1, on each
+        # other dim's axis: the same value, and on a small grid one call costs
+        # less than one per pattern (a family call is a few hundred numpy calls)
+        return family(arr, [j for j in range(ND) if union >> j & 1])
     out = np.empty(len(arr.rest))
     for p, pattern in enumerate(patterns.tolist()):
         idx = np.flatnonzero(where == p)
