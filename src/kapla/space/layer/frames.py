@@ -567,39 +567,39 @@ def frame_totals(parts: Sequence[tuple[Frame, Blockings]], hw: Hardware, feed: F
     return out
 
 
-def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray, level: int) -> np.ndarray:
-    """Which blockings leave no wholly idle iteration (:func:`kapla.model.rules.tile_coverage`,
-    as :func:`kapla.model.rules.coverage` of their nests): those with unit factors
-    ``unit`` ``(R, 8)``, row ``r`` in frame ``evs[which[r]]`` (frames of one
-    layer and batch), all that is left of the frame's rest looping at ``level``
-    and every other loop counting one (their orders cannot change which blocks
-    they visit). The rows of frames whose loops take the same columns are
-    checked in one batch."""
-    ok = np.zeros(len(unit), dtype=bool)
-    groups: dict[tuple, list[int]] = {}
-    for n, ev in enumerate(evs):
-        columns, _, starts = ev.coverage_layout
-        groups.setdefault((len(columns), starts), []).append(n)
+def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray,
+                      levels: Sequence[int]) -> np.ndarray:
+    """``(len(levels), R)`` which blockings leave no wholly idle iteration
+    (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
+    of their nests): those with unit factors ``unit`` ``(R, 8)``, row ``r`` in
+    frame ``evs[which[r]]`` (frames of one layer and batch), all that is left of
+    the frame's rest looping at each of ``levels`` and every other loop counting
+    one (their orders cannot change which blocks they visit). Every row at
+    every level is checked in one batch: frames with fewer loops are padded
+    with outermost loops of one iteration, which change no coverage."""
+    layouts = [ev.coverage_layout for ev in evs]
+    width = max(len(columns) for columns, _, _ in layouts)
+    dims_of = np.zeros((len(evs), width), dtype=np.int64)
+    counts_of = np.ones((len(evs), width), dtype=np.int64)
+    for n, (columns, counts, _) in enumerate(layouts):
+        dims_of[n, :len(columns)] = columns
+        counts_of[n, :len(counts)] = counts
+    starts = np.array([layout[2] for layout in layouts], dtype=np.int64).reshape(len(evs), -1)
     rest = np.array([ev.frame.rest for ev in evs], dtype=np.int64).reshape(len(evs), ND)
-    for (_, starts), members in groups.items():
-        if len(groups) == 1:
-            rows = np.arange(len(unit))
-        else:
-            rows = np.flatnonzero(np.isin(which, members))
-            if not len(rows):
-                continue
-        # per frame of the group, its layout; per row, its frame's
-        at = np.zeros(len(evs), dtype=np.int64)
-        at[members] = np.arange(len(members))
-        mine = at[which[rows]]
-        picked = [evs[n] for n in members]
-        u = unit[rows]
-        dims = np.array([ev.coverage_layout[0] for ev in picked], dtype=np.int64)[mine]
-        counts = np.array([ev.coverage_layout[1] for ev in picked], dtype=np.int64)[mine]
-        counts[:, starts[level]:starts[level] + ND] = rest[which[rows]] // u
-        full_unit = np.stack([ev.mu for ev in picked])[mine] * u
-        ok[rows] = tile_coverage(picked[0]._full, full_unit, dims, counts).ok
-    return ok
+    left = rest[which] // unit
+    R = len(unit)
+    each = []
+    for level in levels:
+        counts = counts_of[which]
+        # each row's blocking loops of ``level``: ND columns from its frame's start
+        counts[np.arange(R)[:, None], starts[which, level][:, None] + np.arange(ND)] = left
+        each.append(counts)
+    n = len(levels)
+    full_unit = np.stack([ev.mu for ev in evs])[which] * unit
+    dims = dims_of[which]
+    ok = tile_coverage(evs[0]._full, np.tile(full_unit, (n, 1)) if n > 1 else full_unit,
+                       np.tile(dims, (n, 1)) if n > 1 else dims, np.concatenate(each) if n > 1 else each[0]).ok
+    return ok.reshape(n, R)
 
 
 @lru_cache(maxsize=4096)

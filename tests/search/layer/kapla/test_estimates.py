@@ -273,3 +273,24 @@ def test_the_lazy_ranking_picks_the_frames_a_full_sort_would(arch_name, layer):
         got = _Estimates(arr, arch).least(np.arange(len(found)), k, lazy, floor, fill)
         assert got.tolist() == full[:k].tolist()
         assert len(asked) == len(set(asked))  # each frame's base worked out once at most
+
+
+@pytest.mark.parametrize("arch_name", ["region2x2", "edge", "four_level"])
+def test_each_frames_row_holds_its_own_choices_factors(arch_name):
+    """frame_arrays multiplies every level's choices in at once: each frame's row
+    has the factors of its own stacks and fixed loops, frame by frame."""
+    arch = ARCHS[arch_name] if arch_name in ARCHS else _four_level()
+    for layer in LAYERS:
+        found = frames(layer, 4, arch)
+        arr = E.frame_arrays(found, arch)
+        node = len(found[0].spatial) - 1 if len(found[0].spatial) >= 2 else None
+        for i, f in enumerate(found):
+            s0, s1, in0 = np.ones(len(DIMS), np.int64), np.ones(len(DIMS), np.int64), np.ones(len(DIMS), np.int64)
+            for level, sp in enumerate(f.spatial):
+                for st in sp.stacks:
+                    (s1 if level == node else s0)[DIMS.index(st.dim)] *= st.rows * st.cols
+                if level != node:
+                    for lp in sp.inner:
+                        in0[DIMS.index(lp.dim)] *= lp.count
+            assert np.array_equal(arr.s0[i], s0) and np.array_equal(arr.s1[i], s1)
+            assert np.array_equal(arr.in0[i], in0) and np.array_equal(arr.mu[i], f.spatial[0].unit_row)

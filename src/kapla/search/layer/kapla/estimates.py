@@ -26,6 +26,7 @@ register blocks; every scheme is costed by the cost model before it can win.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -165,19 +166,25 @@ def _rows(frames: Sequence[Frame], arch: ArchSpec) -> tuple[np.ndarray, ...]:
 def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per spatial choice of one level: its unit block, stacks and innermost loops
     as per-dim factors (DIMS order), its grid of units (rows, columns) and the
-    units its stacks use."""
-    stacks = np.ones((len(table), ND), dtype=np.int64)
-    inner = np.ones((len(table), ND), dtype=np.int64)
-    grid = np.ones((len(table), 2), dtype=np.int64)
-    count = np.ones(len(table), dtype=np.int64)
-    for n, sp in enumerate(table):
-        for st in sp.stacks:
-            stacks[n, DIM_INDEX[st.dim]] *= st.count
-            grid[n, 0] *= st.rows
-            grid[n, 1] *= st.cols
-            count[n] *= st.count
-        for lp in sp.inner:
-            inner[n, DIM_INDEX[lp.dim]] *= lp.count
+    units its stacks use. A level has hundreds of choices: their stacks are
+    multiplied in all at once, from the lists each choice keeps."""
+    n = len(table)
+    # read off the stacks, not each choice's cached lists: most choices are never descended
+    flat = [(k, DIM_INDEX[st.dim], st.rows, st.cols) for k, sp in enumerate(table) for st in sp.stacks]
+    at, dims, rows, cols = np.array(flat, dtype=np.int64).reshape(len(flat), 4).T
+    stacks = np.ones((n, ND), dtype=np.int64)
+    grid = np.ones((n, 2), dtype=np.int64)
+    count = np.ones(n, dtype=np.int64)
+    np.multiply.at(stacks, (at, dims), rows * cols)
+    np.multiply.at(grid[:, 0], at, rows)
+    np.multiply.at(grid[:, 1], at, cols)
+    np.multiply.at(count, at, rows * cols)
+    inner = np.ones((n, ND), dtype=np.int64)
+    loops = [sp.inner_columns for sp in table]
+    at = np.repeat(np.arange(n, dtype=np.int64), [len(lp) for lp in loops])
+    if len(at):
+        flat = np.array(list(itertools.chain.from_iterable(loops)), dtype=np.int64).reshape(len(at), 2)
+        np.multiply.at(inner, (at, flat[:, 0]), flat[:, 1])
     return unit_rows(table), stacks, inner, grid, count
 
 
