@@ -26,7 +26,6 @@ register blocks; every scheme is costed by the cost model before it can win.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -180,11 +179,10 @@ def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, n
     np.multiply.at(grid[:, 1], at, cols)
     np.multiply.at(count, at, rows * cols)
     inner = np.ones((n, ND), dtype=np.int64)
-    loops = [sp.inner_columns for sp in table]
-    at = np.repeat(np.arange(n, dtype=np.int64), [len(lp) for lp in loops])
-    if len(at):
-        flat = np.array(list(itertools.chain.from_iterable(loops)), dtype=np.int64).reshape(len(at), 2)
-        np.multiply.at(inner, (at, flat[:, 0]), flat[:, 1])
+    loops = [(k, DIM_INDEX[lp.dim], lp.count) for k, sp in enumerate(table) for lp in sp.inner]
+    if loops:
+        at, dims, counts = np.array(loops, dtype=np.int64).T
+        np.multiply.at(inner, (at, dims), counts)
     return unit_rows(table), stacks, inner, grid, count
 
 
