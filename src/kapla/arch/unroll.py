@@ -21,6 +21,7 @@ which is what the hardware spec stores.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from kapla.arch.mapping import PeMappingTemplate, get_pe_mapping, pe_mapping_names
@@ -93,6 +94,12 @@ def parse_unroll(text: str) -> Unroll:
     """Parse one unroll string; ArchError (one line, no field path) if malformed."""
     if not isinstance(text, str):
         raise ArchError(f"must be a string (got {text!r})")
+    return _parsed(text)
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> Unroll:
+    # a solve asks its spec for each level's unroll hundreds of times (an error is not kept)
     stripped = text.strip()
     if not stripped:
         raise ArchError(f"must not be empty (expected {unroll_forms()})")

@@ -166,8 +166,8 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     picks, tables = level_choices([spatial for spatial, _ in found])
     dims, counts = [], []
     for level, table in enumerate(tables):
-        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks] + list(reversed(sp.inner_columns))
-                 for sp in table]
+        loops = [[(DIM_INDEX[st.dim], st.rows * st.cols) for st in sp.stacks]
+                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(sp.inner)] for sp in table]
         width = max(len(lp) for lp in loops)
         dims.append(_padded_rows([[d for d, _ in lp] for lp in loops], width, 0)[picks[:, level]])
         counts.append(_padded_rows([[c for _, c in lp] for lp in loops], width, 1)[picks[:, level]])
@@ -206,8 +206,15 @@ def level_choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, 
 
 
 def unit_rows(table: Sequence[Spatial]) -> np.ndarray:
-    """``(len(table), 8)`` the unit blocks of a level's choices (:attr:`Spatial.unit_row`)."""
-    return np.array([sp.unit_row for sp in table], dtype=np.int64).reshape(len(table), ND)
+    """``(len(table), 8)`` the unit blocks of a level's choices (:attr:`Spatial.unit_row`),
+    read off their units (most choices are never descended: none keeps its own row)."""
+    out = np.ones((len(table), ND), dtype=np.int64)
+    # a unit names each dim once at most (its dict is what unit_row reads)
+    given = [(k, DIM_INDEX[d], n) for k, sp in enumerate(table) for d, n in dict(sp.unit).items()]
+    if given:
+        at, dims, values = np.array(given, dtype=np.int64).T
+        out[at, dims] = values
+    return out
 
 
 @dataclass(frozen=True, eq=False)
