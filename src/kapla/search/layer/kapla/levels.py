@@ -1219,23 +1219,26 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
                 s[a + 1, e] //= q
                 s[a, e] *= q
                 moves.append(s)
-    cand = _fitting(ev, _distinct(np.stack(moves)))
+    moved = _distinct(np.stack(moves))
     # every split of two slots' factors between them, under the current orders
-    resplit = []
-    for a, c in itertools.combinations(range(n + 1), 2):
-        both = (slots[a] * slots[c])[None, :]
-        if math.prod(len(divisors(int(v))) for v in both[0, list(dims)]) > _MAX_RESPLIT:
-            continue
-        _, taken = split_rows(both, dims)
-        s = np.repeat(slots[None, :, :], len(taken), axis=0)
-        s[:, a], s[:, c] = taken, both // taken
-        resplit.append(s)
-    if resplit:
-        whole = _fitting(ev, _distinct(np.concatenate(resplit)))
-        known = {x.tobytes() for x in cand}
-        extra = [x for x in whole if x.tobytes() not in known]
-    else:
-        extra = []
+    pairs = [(a, c) for a, c in itertools.combinations(range(n + 1), 2)
+             if math.prod(len(divisors(int(v))) for v in (slots[a] * slots[c])[list(dims)]) <= _MAX_RESPLIT]
+    resplit = np.zeros((0,) + slots.shape, dtype=slots.dtype)
+    if pairs:
+        # every pair's splits at once (split_rows keeps each pair's together, in its own order)
+        boths = np.stack([slots[a] * slots[c] for a, c in pairs])
+        src, taken = split_rows(boths, dims)
+        resplit = np.repeat(slots[None, :, :], len(taken), axis=0)
+        for k, (a, c) in enumerate(pairs):
+            mine = src == k
+            resplit[mine, a], resplit[mine, c] = taken[mine], boths[k] // taken[mine]
+        resplit = _distinct(resplit)
+    # the moves and the resplits checked against the buffers in one go
+    fit = _fits_all(ev, np.concatenate([moved, resplit]))
+    cand, whole = moved[fit[:len(moved)]], resplit[fit[len(moved):]]
+    known = {x.tobytes() for x in cand}
+    extra_arr = whole[np.array([x.tobytes() not in known for x in whole], dtype=bool)] if len(whole) else whole
+    extra = len(extra_arr) > 0
     if len(cand) == 0 and not extra:
         return None
     layer = ev.frame.layer
@@ -1248,7 +1251,6 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
               for c, f, lvl in zip(order_classes(layer, cand[f_of, lvl_of + 1]), f_of, lvl_of, strict=True)]
     if extra:
         base = len(cand)
-        extra_arr = np.stack(extra)
         e_f, e_lvl = _changed_levels(extra_arr, slots, n, same_means_all=False)
         pieces += _innermost(extra_arr[e_f, e_lvl + 1])
         f_of = np.concatenate([f_of, e_f + base])
@@ -1319,10 +1321,15 @@ def _distinct(cand: np.ndarray) -> np.ndarray:
 def _fitting(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
     """The rows of ``cand`` ``(F, levels + 1, 8)`` (unit factors, then each level's
     counts) whose blocks fit every buffer."""
+    return cand[_fits_all(ev, cand)]
+
+
+def _fits_all(ev: FrameEvaluator, cand: np.ndarray) -> np.ndarray:
+    """``(F,)`` which rows of ``cand`` (as :func:`_fitting`'s) have blocks that fit every buffer."""
     ok = np.ones(len(cand), dtype=bool)
     for level in range(ev.levels):
         ok &= ev.fits(level, ev.block(level, cand[:, 0], [cand[:, j + 1] for j in range(level)]))
-    return cand[ok]
+    return ok
 
 
 __all__ = ["solve_any_each", "solve_levels_each"]
