@@ -125,6 +125,9 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
         out = []
         for sp in options:
             covered = sp.covered()
+            if level == 0:  # what one unit leaves is the rest (hundreds of options: no dict for each)
+                out.append(((sp,), tuple(-(-extents[d] // covered.get(d, 1)) for d in DIMS)))
+                continue
             inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
             out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
         return out
