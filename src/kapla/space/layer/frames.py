@@ -122,7 +122,7 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     def under(level: int, options: list[Spatial], extents: dict[str, int]
               ) -> list[tuple[tuple[Spatial, ...], tuple[int, ...]]]:
         """Each of ``options`` for ``level`` with every choice of the levels below it."""
-        out = []
+        out: list[tuple[tuple[Spatial, ...], tuple[int, ...]]] = []
         for sp in options:
             covered = sp.covered()
             if level == 0:  # what one unit leaves is the rest (hundreds of options: no dict for each)
