@@ -96,8 +96,16 @@ def main() -> None:
     if args.limit < 1 or args.rounds < 1:
         sys.exit("error: --limit and --rounds must be at least 1")
 
+    import kapla
+
     here = str(Path(__file__).resolve().parents[1])
-    problems = record(args.net, args.arch, args.batch, args.training, args.limit)
+    if args.baseline and subprocess.run(["git", "-C", here, "rev-parse", "--verify", "--quiet",
+                                         f"{args.baseline}^{{commit}}"], capture_output=True).returncode:
+        sys.exit(f"error: --baseline {args.baseline}: no such revision in {here}")
+    try:
+        problems = record(args.net, args.arch, args.batch, args.training, args.limit)
+    except kapla.KaplaError as exc:
+        sys.exit(f"error: {exc}")
     mode = "training" if args.training else "inference"
     print(f"{args.net} {mode} on {args.arch} at batch {args.batch}: {len(problems)} layer problems")
     with tempfile.TemporaryDirectory() as tmp:
