@@ -325,15 +325,29 @@ Plan = Generator[list[InterScheme], None, list[_Chain]]
 
 def drive(plan: Plan, search: Search) -> list[_Chain]:
     """Run a plan alone: each request solved by the search's segment solver (and
-    costed as its layers arrive) before it goes on; the search prepared meanwhile."""
+    costed as its layers arrive) before it goes on; the search prepared meanwhile.
+    A Ctrl-C stops the workers and goes to the plan (:func:`interrupt`)."""
     segsolver = search.segsolver
     try:
         request = next(plan)
         while True:
-            segsolver.prefetch(request, costing=segsolver.costing(request), meanwhile=search.prepare)
+            try:
+                segsolver.prefetch(request, costing=segsolver.costing(request), meanwhile=search.prepare)
+            except KeyboardInterrupt as stop:
+                segsolver.stop()
+                interrupt(plan, stop)
             request = plan.send(None)
     except StopIteration as done:
         return done.value
+
+
+def interrupt(plan: Plan, stop: KeyboardInterrupt) -> None:
+    """Hand a Ctrl-C to ``plan`` at the request it waits on: it returns the best of
+    what was solved (StopIteration), or raises it again where it has no whole
+    schedule yet. A plan may not ask for more solves once interrupted."""
+    plan.throw(stop)
+    plan.close()
+    raise stop
 
 
 class NetworkStrategy(Protocol):
@@ -457,14 +471,24 @@ class KaplaStrategy:
             todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
                 break
-            yield todo
+            try:
+                yield todo
+            except KeyboardInterrupt:
+                # Ctrl-C during a round (the workers are stopped): the segments of the round whose
+                # layers were all solved count, the others stay estimates and are left out below
+                search.interrupted = True
+                todo = [inter for inter in todo if segsolver.solved(inter)]
             for n, inter in enumerate(todo):
                 search.stats.solved += 1
-                if search.progress is not None:
+                if search.progress is not None and not search.interrupted:
                     search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
                 entries = options[order.index(inter.layers[-1])]
                 k = next(k for k, e in enumerate(entries) if e[1] == (inter, None))
                 entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
+            if search.interrupted:
+                search.stopped = (f"interrupted; the best schedule of the {search.stats.solved} inter-layer schemes "
+                                  f"solved in {round_ + 1} of at most {self.rounds} rounds")
+                break
         # the best chains of what was solved (true costs only; the single layers always are)
         known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
         return _union(*(_top_chains(order, known, self.top_k, *rank) for rank in ranks))
@@ -627,7 +651,8 @@ class TangramScheduler(NetworkScheduler):
         # the workers get one larger batch at a time, which they share out more evenly
         planned = self.policy if isinstance(self.policy, PlannedStrategy) and len(runs) > 1 else None
         if planned is not None:
-            for found in self._side_by_side(planned, task, layers, runs, reserve or 0, stats):
+            founds, stopped = self._side_by_side(planned, task, layers, runs, reserve or 0, stats)
+            for found in founds:
                 if best is None or found[0] < best[0]:
                     best = found
         for pinned in runs if planned is None else ():
@@ -653,14 +678,17 @@ class TangramScheduler(NetworkScheduler):
                        time.perf_counter() - task.start, self.policy.name, halt)
 
     def _side_by_side(self, policy: PlannedStrategy, task: NetworkTask, layers: LayerService, runs: list[bool],
-                      reserve: int, stats: PruneStats) -> list[_Best]:
+                      reserve: int, stats: PruneStats) -> tuple[list[_Best], Search | None]:
         """Each run's best (in the order of ``runs``), the runs' plans stepped
         together: each step's layer solves of every run go to the workers as
         one batch. A run needs nothing another solves, so each finds what it
         would alone; a pinned run without a scheme for some layer is dropped
-        (there is no such schedule), as when run alone."""
+        (there is no such schedule), as when run alone. A Ctrl-C stops the
+        workers and goes to every run's plan (:func:`interrupt`); also returned:
+        a run so stopped, if any."""
         live: list[tuple[bool, Search, Plan, list[InterScheme]]] = []
         done: dict[bool, _Best] = {}
+        stopped: Search | None = None
 
         def advance(pinned: bool, search: Search, plan: Plan, first: bool) -> None:
             try:
@@ -687,12 +715,26 @@ class TangramScheduler(NetworkScheduler):
             for _, search, _, request in live:
                 jobs.update(search.segsolver.jobs(request))
             costing = [search.segsolver.costing(request) for _, search, _, request in live]
-            layers.solve(jobs, done=each_call([c.done for c in costing]),
-                         meanwhile=each_call([c.ready for c in costing] + [search.prepare for _, search, _, _ in live]))
             stepping, live[:] = list(live), []
+            try:
+                layers.solve(jobs, done=each_call([c.done for c in costing]),
+                             meanwhile=each_call([c.ready for c in costing] + [search.prepare
+                                                                                for _, search, _, _ in stepping]))
+            except KeyboardInterrupt as stop:
+                layers.stop()
+                for pinned, search, plan, _ in stepping:
+                    try:
+                        interrupt(plan, stop)
+                    except StopIteration as end:
+                        done[pinned] = _best(search, end.value)
+                        stopped = search
+                    except KeyboardInterrupt:
+                        if not pinned:  # the layers alone not all solved: no schedule to return
+                            raise
+                break
             for pinned, search, plan, _ in stepping:
                 advance(pinned, search, plan, False)
-        return [done[pinned] for pinned in runs if pinned in done]
+        return [done[pinned] for pinned in runs if pinned in done], stopped
 
 
 def kapla_dp(top_k: int = 4, folded: bool = True, share_inputs: bool = True,
