@@ -1237,9 +1237,8 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
     fit = _fits_all(ev, np.concatenate([moved, resplit]))
     cand, whole = moved[fit[:len(moved)]], resplit[fit[len(moved):]]
     known = {x.tobytes() for x in cand}
-    extra_arr = whole[np.array([x.tobytes() not in known for x in whole], dtype=bool)] if len(whole) else whole
-    extra = len(extra_arr) > 0
-    if len(cand) == 0 and not extra:
+    extra = whole[np.array([x.tobytes() not in known for x in whole], dtype=bool)] if len(whole) else whole
+    if len(cand) == 0 and len(extra) == 0:
         return None
     layer = ev.frame.layer
     current = np.stack(point.orders)  # (n, 8)
@@ -1249,13 +1248,13 @@ def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
     f_of, lvl_of = _changed_levels(cand, slots, n, same_means_all=True)
     pieces = [_limited(c, cand[f, lvl + 1])
               for c, f, lvl in zip(order_classes(layer, cand[f_of, lvl_of + 1]), f_of, lvl_of, strict=True)]
-    if extra:
+    if len(extra):
         base = len(cand)
-        e_f, e_lvl = _changed_levels(extra_arr, slots, n, same_means_all=False)
-        pieces += _innermost(extra_arr[e_f, e_lvl + 1])
+        e_f, e_lvl = _changed_levels(extra, slots, n, same_means_all=False)
+        pieces += _innermost(extra[e_f, e_lvl + 1])
         f_of = np.concatenate([f_of, e_f + base])
         lvl_of = np.concatenate([lvl_of, e_lvl])
-        cand = np.concatenate([cand, extra_arr])
+        cand = np.concatenate([cand, extra])
     rows, ords = _order_rows(len(cand), f_of, lvl_of, pieces, current)
     return Blockings(cand[:, 0], tuple(cand[:, j + 1] for j in range(n)), rows, ords)
 
