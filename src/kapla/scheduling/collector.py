@@ -18,7 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Young-generation collections between two full ones while a search runs (Python's default: 10).
-SEARCH_FULL_EVERY = 100
+#: A full collection walks every scheme and cache the search keeps: at 100, ResNet-1001's training
+#: DAG made five, 0.73 of its parent's 5.9 CPU s; at 1,000 one or none (gc 1.0 -> 0.4 s), with the
+#: same peak memory (275 -> 278 MiB)
+SEARCH_FULL_EVERY = 1000
 
 
 @contextmanager
