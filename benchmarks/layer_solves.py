@@ -118,8 +118,10 @@ def main() -> None:
             subprocess.run(["git", "-C", here, "worktree", "add", "--detach", base, args.baseline], check=True,
                            capture_output=True)
             roots = {args.baseline: base, "here": here}
-        procs = {name: _process(root, path) for name, root in roots.items()}
+        procs: dict[str, subprocess.Popen] = {}
         try:
+            for name, root in roots.items():  # in the try: a checkout that cannot start still goes
+                procs[name] = _process(root, path)
             times: dict[str, list[float]] = {name: [] for name in procs}
             digests: dict[str, str] = {}
             for _ in range(args.rounds):

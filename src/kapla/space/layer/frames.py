@@ -169,7 +169,7 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     picks, tables = level_choices([spatial for spatial, _ in found])
     dims, counts = [], []
     for level, table in enumerate(tables):
-        loops = [[(DIM_INDEX[st.dim], st.rows * st.cols) for st in sp.stacks]
+        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks]
                  + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(sp.inner)] for sp in table]
         width = max(len(lp) for lp in loops)
         dims.append(_padded_rows([[d for d, _ in lp] for lp in loops], width, 0)[picks[:, level]])
@@ -577,16 +577,14 @@ def frame_totals(parts: Sequence[tuple[Frame, Blockings]], hw: Hardware, feed: F
     return out
 
 
-def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray,
-                      levels: Sequence[int]) -> np.ndarray:
-    """``(len(levels), R)`` which blockings leave no wholly idle iteration
-    (:func:`kapla.model.rules.tile_coverage`, as :func:`kapla.model.rules.coverage`
-    of their nests): those with unit factors ``unit`` ``(R, 8)``, row ``r`` in
-    frame ``evs[which[r]]`` (frames of one layer and batch), all that is left of
-    the frame's rest looping at each of ``levels`` and every other loop counting
-    one (their orders cannot change which blocks they visit). Every row at
-    every level is checked in one batch: frames with fewer loops are padded
-    with outermost loops of one iteration, which change no coverage."""
+def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np.ndarray, level: int) -> np.ndarray:
+    """``(R,)`` which blockings leave no wholly idle iteration (:func:`kapla.model.rules.tile_coverage`,
+    as :func:`kapla.model.rules.coverage` of their nests): those with unit factors
+    ``unit`` ``(R, 8)``, row ``r`` in frame ``evs[which[r]]`` (frames of one
+    layer and batch), all that is left of the frame's rest looping at ``level``
+    and every other loop counting one (their orders cannot change which blocks
+    they visit). Every row is checked in one batch: frames with fewer loops are
+    padded with outermost loops of one iteration, which change no coverage."""
     layouts = [ev.coverage_layout for ev in evs]
     width = max(len(columns) for columns, _, _ in layouts)
     dims_of = np.zeros((len(evs), width), dtype=np.int64)
@@ -594,22 +592,13 @@ def coverage_of_units(evs: Sequence[FrameEvaluator], which: np.ndarray, unit: np
     for n, (columns, counts, _) in enumerate(layouts):
         dims_of[n, :len(columns)] = columns
         counts_of[n, :len(counts)] = counts
-    starts = np.array([layout[2] for layout in layouts], dtype=np.int64).reshape(len(evs), -1)
+    start = np.array([layout[2][level] for layout in layouts], dtype=np.int64)
     rest = np.array([ev.frame.rest for ev in evs], dtype=np.int64).reshape(len(evs), ND)
-    left = rest[which] // unit
-    R = len(unit)
-    each = []
-    for level in levels:
-        counts = counts_of[which]
-        # each row's blocking loops of ``level``: ND columns from its frame's start
-        counts[np.arange(R)[:, None], starts[which, level][:, None] + np.arange(ND)] = left
-        each.append(counts)
-    n = len(levels)
+    counts = counts_of[which]
+    # each row's blocking loops of ``level``: ND columns from its frame's start
+    counts[np.arange(len(unit))[:, None], start[which][:, None] + np.arange(ND)] = rest[which] // unit
     full_unit = np.stack([ev.mu for ev in evs])[which] * unit
-    dims = dims_of[which]
-    ok = tile_coverage(evs[0]._full, np.tile(full_unit, (n, 1)) if n > 1 else full_unit,
-                       np.tile(dims, (n, 1)) if n > 1 else dims, np.concatenate(each) if n > 1 else each[0]).ok
-    return ok.reshape(n, R)
+    return tile_coverage(evs[0]._full, full_unit, dims_of[which], counts).ok
 
 
 @lru_cache(maxsize=4096)

@@ -166,18 +166,19 @@ def _choice_vectors(table: Sequence[Spatial]) -> tuple[np.ndarray, np.ndarray, n
     """Per spatial choice of one level: its unit block, stacks and innermost loops
     as per-dim factors (DIMS order), its grid of units (rows, columns) and the
     units its stacks use. A level has hundreds of choices: their stacks are
-    multiplied in all at once, from the lists each choice keeps."""
+    multiplied in all at once, read off the stacks themselves (not each
+    choice's cached lists: most choices are never descended)."""
     n = len(table)
-    # read off the stacks, not each choice's cached lists: most choices are never descended
     flat = [(k, DIM_INDEX[st.dim], st.rows, st.cols) for k, sp in enumerate(table) for st in sp.stacks]
     at, dims, rows, cols = np.array(flat, dtype=np.int64).reshape(len(flat), 4).T
+    units = rows * cols
     stacks = np.ones((n, ND), dtype=np.int64)
     grid = np.ones((n, 2), dtype=np.int64)
     count = np.ones(n, dtype=np.int64)
-    np.multiply.at(stacks, (at, dims), rows * cols)
+    np.multiply.at(stacks, (at, dims), units)
     np.multiply.at(grid[:, 0], at, rows)
     np.multiply.at(grid[:, 1], at, cols)
-    np.multiply.at(count, at, rows * cols)
+    np.multiply.at(count, at, units)
     inner = np.ones((n, ND), dtype=np.int64)
     loops = [(k, DIM_INDEX[lp.dim], lp.count) for k, sp in enumerate(table) for lp in sp.inner]
     if loops:

@@ -715,9 +715,9 @@ def _coverable(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | Non
     evs = [items[n][0] for n in checked]
     units = np.concatenate([items[n][1][items[n][3]] for n in checked])
     which = np.repeat(np.arange(len(checked), dtype=np.int64), [len(items[n][3]) for n in checked])
-    ok = coverage_of_units(evs, which, units, (0,))[0]
+    ok = coverage_of_units(evs, which, units, 0)
     if not ok.all():  # most blocks pass at level 0 already
-        ok[~ok] = coverage_of_units(evs, which[~ok], units[~ok], (evs[0].levels - 1,))[0]
+        ok[~ok] = coverage_of_units(evs, which[~ok], units[~ok], evs[0].levels - 1)
     for n, part in zip(checked, np.split(ok, np.cumsum([len(items[n][3]) for n in checked])[:-1]), strict=True):
         out[n] = part
     return out
