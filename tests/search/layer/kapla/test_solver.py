@@ -305,3 +305,36 @@ def test_the_top_levels_of_several_frames_searched_together_are_searched_as_alon
             assert np.array_equal(costs.valid, costs0.valid)
     if arch_name == "multinode":
         assert merged == 2  # both layers had several frames searched together (edge: a frame alone)
+
+
+@pytest.mark.parametrize("arch_name", ["multinode", "edge"])
+def test_refinements_run_together_end_where_each_alone_does(arch_name):
+    # the neighbours of every refinement's step are costed in one model call: each
+    # refinement still reaches the same blocking, with the same key and count
+    from kapla.search.layer.kapla import levels
+    from kapla.space.layer.layer_space import LayerSpace
+    from kapla.space.problem import Problem
+
+    arch = load_arch(arch_name)
+    arch = arch.with_node_region(4, 4) if arch_name == "multinode" else arch
+    stepped = 0
+    for layer in (Layer("c", Op.CONV, c=64, k=96, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
+                  Layer("fc", Op.FC, c=1024, k=512, h=1, w=1)):
+        space = LayerSpace(Problem(layer, 8, arch))
+        head, _, _, _ = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
+        tops = levels._tops(space, [(i, states[:3]) for i, states in head])
+        jobs = []
+        for objective in ("energy", "latency"):
+            under = space.under(objective)
+            for (i, _), top in zip(head, tops, strict=True):
+                if top is not None:
+                    jobs += [(under, i, point, key) for key, point in levels._points(*top, objective, 2)]
+        assert len(jobs) >= 4
+        together = levels._refine_all(space, jobs)
+        for job, (found, count) in zip(jobs, together, strict=True):
+            found0, count0 = levels._refine_all(space, [job])[0]
+            assert count == count0 and (found is None) == (found0 is None)
+            if found is not None:
+                stepped += 1
+                assert found.key == found0.key and found.scheme == found0.scheme
+    assert stepped  # some refinement took a step

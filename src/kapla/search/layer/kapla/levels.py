@@ -209,6 +209,7 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
     # neighbours and their costs do not depend on the objective, so the
     # refinements of several objectives share them where they pass the same point
     steps: dict = {}
+    jobs: list[tuple[str, tuple[float, float], int, _Point]] = []
     for objective in objectives:
         ranked_ends = sorted(points[objective], key=lambda end: end[0])
         seeded = ranked_ends[:seeds]
@@ -220,12 +221,13 @@ def solve_levels_each(problem: Problem, objectives: Sequence[str], top: int = 4,
             # best two ends of the template's frames stay at 6.54)
             seeded += [end for end in ranked_ends[seeds:] if space.frames[end[1]].relaxed][:1]
         seeded += sorted(late[objective], key=lambda end: end[0])[:1 if seeds else 0]
-        for key, i, point in seeded:
-            found, count = _refine(spaces[objective], i, point, key, steps)
-            evaluated[objective] += count
-            now = best[objective]
-            if found is not None and (now is None or better(found.key, now.key)):
-                best[objective] = found
+        jobs += [(objective, key, i, point) for key, i, point in seeded]
+    refined = _refine_all(space, [(spaces[objective], i, point, key) for objective, key, i, point in jobs], steps)
+    for (objective, *_), (found, count) in zip(jobs, refined, strict=True):
+        evaluated[objective] += count
+        now = best[objective]
+        if found is not None and (now is None or better(found.key, now.key)):
+            best[objective] = found
     return [(_scheme(best[objective]), evaluated[objective]) for objective in objectives]
 
 
@@ -868,7 +870,7 @@ def _descend(space: LayerSpace, index: int, states: list[_State], beam: int,
              ) -> tuple[Found | None, int, list[tuple[tuple[float, float], _Point]]]:
     """The frame's best blocking grown from its register blocks ``states``, the
     candidates costed, and its best ``ends`` blockings (distinct factors, with
-    their keys) for :func:`_refine`. ``memo`` keeps each step's candidates and
+    their keys) for :func:`_refine_steps`. ``memo`` keeps each step's candidates and
     costs, which do not depend on the objective: the descents of several
     objectives on one space share the steps where their states agree."""
     memo = {} if memo is None else memo
@@ -945,23 +947,31 @@ def _tops(space: LayerSpace, jobs: Sequence[tuple[int, list[_State]]]) -> list:
         except StopIteration as done:
             out[k] = done.value
     while asks:
-        # merged only up to a model call's worth of candidates: past it a call's fixed
-        # cost is small, and the merged arrays of large searches only cost memory
-        keys, scores, rows = list(asks), [], 0
-        group: list[tuple[int, Blockings]] = []
-        for k in keys:
-            if group and rows + len(asks[k].rows) > CHUNK:
-                scores += _scores(space, group)
-                group, rows = [], 0
-            group.append((jobs[k][0], asks[k]))
-            rows += len(asks[k].rows)
-        scores += _scores(space, group)
+        keys = list(asks)
+        scores = _scores_chunked(space, [(jobs[k][0], asks[k]) for k in keys])
         asks = {}
         for k, costs in zip(keys, scores, strict=True):
             try:
                 asks[k] = steps[k].send(costs)
             except StopIteration as done:
                 out[k] = done.value
+    return out
+
+
+def _scores_chunked(space: LayerSpace, parts: Sequence[tuple[int, Blockings]]) -> list:
+    """:func:`_scores` of ``parts``, merged only up to a model call's worth of candidates:
+    past it a call's fixed cost is small, and the merged arrays of large searches only cost memory."""
+    out: list = []
+    group: list[tuple[int, Blockings]] = []
+    rows = 0
+    for part in parts:
+        if group and rows + len(part[1].rows) > CHUNK:
+            out += _scores(space, group)
+            group, rows = [], 0
+        group.append(part)
+        rows += len(part[1].rows)
+    if group:
+        out += _scores(space, group)
     return out
 
 
@@ -1108,8 +1118,43 @@ def _points(b: Blockings, costs, objective, k: int) -> list[tuple[tuple[float, f
     return out
 
 
-def _refine(space: LayerSpace, index: int, point: _Point, key: tuple[float, float], steps: dict | None = None
-            ) -> tuple[Found | None, int]:
+def _refine_all(space: LayerSpace, jobs: Sequence[tuple[LayerSpace, int, _Point, tuple[float, float]]],
+                steps: dict | None = None) -> list[tuple[Found | None, int]]:
+    """The local refinement of each ``(space, frame, point, key)`` (:func:`_refine_steps`;
+    ``space``: the frame's space under the refinement's objective), all run step by
+    step together: the neighbours every refinement wants costed at a step go in one
+    model call (a call has a fixed cost that is most of it at a few hundred
+    candidates), each point's once. ``steps`` keeps each point's scored neighbours
+    (they do not depend on the objective) for other refinements."""
+    steps = {} if steps is None else steps
+    runs = [_refine_steps(s, i, point, key, steps) for s, i, point, key in jobs]
+    out: list = [None] * len(runs)
+    asks: dict[int, tuple] = {}
+
+    def advance(j: int) -> None:
+        try:
+            asks[j] = next(runs[j])
+        except StopIteration as done:
+            out[j] = done.value
+
+    for j in range(len(runs)):
+        advance(j)
+    while asks:
+        wanted: dict = {}
+        for at, neighbours, point in asks.values():
+            if at not in wanted:
+                wanted[at] = neighbours(space.evaluator(at[0]), point)
+        scored = [(at, nb) for at, nb in wanted.items() if nb is not None]
+        costs = _scores_chunked(space, [(at[0], nb) for at, nb in scored])
+        steps.update(dict.fromkeys(wanted, (None, None)))
+        steps.update({at: (nb, c) for (at, nb), c in zip(scored, costs, strict=True)})
+        waiting, asks = list(asks), {}
+        for j in waiting:
+            advance(j)
+    return out
+
+
+def _refine_steps(space: LayerSpace, index: int, point: _Point, key: tuple[float, float], steps: dict):
     """Local refinement of one complete, valid blocking (``key``: its objective
     and energy, as the descent costed it): steepest descent over its
     neighbours (:func:`_neighbours`: a prime factor of one dim moved to another
@@ -1118,17 +1163,21 @@ def _refine(space: LayerSpace, index: int, point: _Point, key: tuple[float, floa
     one level's loop order alone), costed under the feed, until no neighbour
     is better or ``_REFINE_STEPS`` steps. Where none is, on a hierarchy of
     three or more loop levels, the splits of three adjacent levels' counts
-    among them (:func:`_resplits`) are tried before giving up. The best
-    blocking reached if better than ``point`` (None: none is), and the
-    candidates costed. ``steps`` keeps each point's scored neighbours for
-    other refinements."""
-    steps = {} if steps is None else steps
+    among them (:func:`_resplits`) are tried before giving up.
+
+    A generator: where ``steps`` does not hold a point's neighbours of a kind,
+    it yields ``(key in steps, neighbours function, point)`` and reads them
+    there when resumed (:func:`_refine_all`). It returns the best blocking
+    reached if better than ``point`` (None: none is), and the candidates costed."""
     evaluated = 0
     last = None  # the neighbours and costs of the last step taken
     for _ in range(_REFINE_STEPS):
         step = None
         for kind, neighbours in enumerate((_neighbours, _resplits)):
-            nb, c = memoised(steps, (index, point.key(), kind), _scored, neighbours, space, index, point)
+            at = (index, point.key(), kind)
+            if at not in steps:
+                yield at, neighbours, point
+            nb, c = steps[at]
             if nb is None:
                 continue
             evaluated += len(nb)
@@ -1146,12 +1195,6 @@ def _refine(space: LayerSpace, index: int, point: _Point, key: tuple[float, floa
         point = _Point(nb.unit[f], tuple(x[f] for x in nb.counts), tuple(o[i] for o in nb.orders))
     # the last step's best neighbour is the point reached (the same pick as there)
     return (None if last is None else space.best(index, *last)), evaluated
-
-
-def _scored(neighbours, space: LayerSpace, index: int, point: _Point):
-    """The point's ``neighbours`` and their costs under the feed (None, None: it has none)."""
-    nb = neighbours(space.evaluator(index), point)
-    return (None, None) if nb is None else (nb, space.score(index, nb))
 
 
 _MAX_TRIPLE_SPLITS = 4096  # splits of three levels' counts a refinement tries, at most, per three levels
@@ -1194,7 +1237,7 @@ def _resplits(ev: FrameEvaluator, point: _Point) -> Blockings | None:
 
 
 def _neighbours(ev: FrameEvaluator, point: _Point) -> Blockings | None:
-    """The blockings next to ``point`` that fit every buffer (see :func:`_refine`)."""
+    """The blockings next to ``point`` that fit every buffer (see :func:`_refine_steps`)."""
     n = ev.levels
     dims = ev.frame.dims
     slots = np.stack([point.unit, *point.counts])  # slot 0: the unit, slot j + 1: level j's counts
