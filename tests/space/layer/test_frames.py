@@ -261,3 +261,21 @@ def test_units_checked_for_coverage_at_once_are_covered_as_their_blockings(arch)
             assert np.array_equal(together, alone)
             idle += int((~together).sum())
     assert idle or arch != "simba"  # there some blocks leave wholly idle iterations
+
+
+def test_kept_columns_move_to_the_end_in_order():
+    # each row's marked loops, in order, at the end of a row of ``width``; loops of one
+    # iteration over dim 0 in front (the plain per-row statement, on random rows)
+    from kapla.space.layer.frames import _kept_last
+
+    rng = np.random.default_rng(7)
+    for rows, cols in [(1, 8), (40, 9), (300, 12), (5, 0)]:
+        keep = rng.random((rows, cols)) < 0.5
+        width = min(cols, int(keep.sum(axis=1).max(initial=0)) + int(rng.integers(0, 2)))
+        dims, counts = rng.integers(0, 8, (rows, cols)), rng.integers(2, 9, (rows, cols))
+        got = _kept_last(dims, counts, keep, width)
+        for r in range(rows):
+            kept = [c for c in range(cols) if keep[r, c]]
+            pad = width - len(kept)
+            assert got.dims[r].tolist() == [0] * pad + [int(dims[r, c]) for c in kept]
+            assert got.counts[r].tolist() == [1] * pad + [int(counts[r, c]) for c in kept]

@@ -542,11 +542,17 @@ def _padded_rows(values: Sequence[Sequence], width: int, fill) -> np.ndarray:
 def _kept_last(dims: np.ndarray, counts: np.ndarray, keep: np.ndarray, width: int) -> Loops:
     """The loop columns ``keep`` marks (at most ``width`` per row), in order,
     padded in front with loops of count 1 over dim 0, ``(M, width)``."""
-    # a stable sort by the mark moves the columns kept to the back, in order
-    at = np.argsort(keep, axis=1, kind="stable")[:, keep.shape[1] - width:]
-    kept = np.take_along_axis(keep, at, axis=1)
-    return Loops(np.where(kept, np.take_along_axis(dims, at, axis=1), 0),
-                 np.where(kept, np.take_along_axis(counts, at, axis=1), 1))
+    # a kept column lands as many places from the end as there are kept columns from it
+    # on (a stable sort of the marks, with flat indices: the rows are thousands)
+    rows, cols = keep.shape
+    flat = np.flatnonzero(keep)
+    from_end = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1].reshape(-1)[flat]
+    at = flat // cols * width + width - from_end
+    out_dims = np.zeros(rows * width, dtype=dims.dtype)
+    out_counts = np.ones(rows * width, dtype=counts.dtype)
+    out_dims[at] = dims.reshape(-1)[flat]
+    out_counts[at] = counts.reshape(-1)[flat]
+    return Loops(out_dims.reshape(rows, width), out_counts.reshape(rows, width))
 
 
 def _pad(a: np.ndarray, width: int, fill: int) -> np.ndarray:
