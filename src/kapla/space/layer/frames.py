@@ -126,7 +126,7 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
         for sp in options:
             covered = sp.covered()
             if level == 0:  # what one unit leaves is the rest (hundreds of options: no dict for each)
-                out.append(((sp,), tuple(-(-extents[d] // covered.get(d, 1)) for d in DIMS)))
+                out.append(((sp,), tuple([-(-extents[d] // covered.get(d, 1)) for d in DIMS])))
                 continue
             inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
             out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
@@ -151,10 +151,15 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     if not ok.any():
         return []
     out: list[Frame] = []
+    # a node partition is the choice of many frames: its sharing options are looked up once
+    # (by identity; hashing its stacks and the layer costs more than the lookup saves)
+    shared: dict[int, tuple[tuple[tuple[Kind, int], ...], ...]] = {}
     for (spatial, rest), good in zip(found, ok, strict=True):
         if not good:
             continue
-        options = sharing_of(spatial[node].stacks, layer) if sharing else ((),)
+        options = shared.get(id(spatial[node]))
+        if options is None:
+            options = shared[id(spatial[node])] = sharing_of(spatial[node].stacks, layer) if sharing else ((),)
         out.extend(Frame(layer, batch, spatial, shr, rest, names) for shr in options)
     return out
 
