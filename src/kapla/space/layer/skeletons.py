@@ -106,26 +106,25 @@ def node_partitions_of(extents: Mapping[str, int], region: tuple[int, int]) -> l
     """Partitions of a block of ``extents`` using every node of ``region``, each
     dimension split evenly; if there is none (a block too small for so many
     nodes), those of the largest smaller block of nodes, leaving the others idle."""
-    return next(partitions_by_nodes(extents, region), [NodePartition(())])
+    return list(next(partitions_by_nodes(extents, region), (NodePartition(()),)))
 
 
-def partitions_by_nodes(extents: Mapping[str, int], region: tuple[int, int]) -> Iterator[list[NodePartition]]:
+def partitions_by_nodes(extents: Mapping[str, int], region: tuple[int, int]
+                        ) -> Iterator[tuple[NodePartition, ...]]:
     """The partitions of a block of ``extents`` over each block of nodes of
     ``region`` that has some, the blocks with the most nodes first: those of
     the whole region, then of smaller blocks, leaving the others idle (for a
     layer whose partitions of more nodes leave the levels below nothing that
-    tiles it)."""
+    tiles it). Each block's are one kept tuple (the same object for the same
+    extents and block while it is kept: read-only)."""
     rows, cols = region
     grids = sorted(((r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)),
                    key=lambda g: (-g[0] * g[1], -g[0]))
+    sizes = tuple(extents.get(d, 1) for d in PARTITION_DIMS)
     for grid in grids:
-        found = _partitions(extents, grid)
+        found = _partitions_of(sizes, grid)
         if found:
             yield found
-
-
-def _partitions(extents: Mapping[str, int], region: tuple[int, int]) -> list[NodePartition]:
-    return list(_partitions_of(tuple(extents.get(d, 1) for d in PARTITION_DIMS), region))
 
 
 @functools.lru_cache(maxsize=1 << 12)

@@ -36,7 +36,7 @@ from kapla.dataflow.tensors import DIM_INDEX, DIMS, as_block, tensor_roles
 from kapla.memo import IdentityMemo
 from kapla.model.hardware import hardware
 from kapla.model.rules import block_words, fits
-from kapla.space.layer.skeletons import PARTITION_DIMS, partitions_by_nodes, splits_evenly
+from kapla.space.layer.skeletons import PARTITION_DIMS, NodePartition, partitions_by_nodes, splits_evenly
 from kapla.workload.layer import Layer
 
 #: Most loop dims one axis of a ``free`` or ``U|V`` array unrolls.
@@ -113,9 +113,25 @@ def partition_options(extents: Mapping[str, int], array: tuple[int, int]) -> Ite
     given = False
     for partitions in partitions_by_nodes(extents, array):
         given = True
-        yield [Spatial(p.stacks, note="partition") for p in partitions]
+        yield list(_as_spatial(partitions))
     if not given:
         yield [Spatial(note="partition")]
+
+
+#: Per kept tuple of node partitions (by identity, the tuple kept beside its choices so
+#: its id stays its own), their spatial choices: a layer's solves in other contexts on
+#: a region of the same shape ask for the same hundreds of partitions again.
+_spatial_of: dict[int, tuple[tuple[NodePartition, ...], tuple[Spatial, ...]]] = {}
+
+
+def _as_spatial(partitions: tuple[NodePartition, ...]) -> tuple[Spatial, ...]:
+    kept = _spatial_of.get(id(partitions))
+    if kept is None or kept[0] is not partitions:
+        if len(_spatial_of) >= 1 << 12:
+            _spatial_of.clear()
+        kept = _spatial_of[id(partitions)] = (partitions, tuple(Spatial(p.stacks, note="partition")
+                                                                 for p in partitions))
+    return kept[1]
 
 
 _fit_memo = IdentityMemo()
