@@ -28,3 +28,25 @@ def test_the_samples_reach_both_answers_and_both_paths():
     oks = np.concatenate([coverage(n).ok for n in samples])
     assert oks.any() and not oks.all()
     assert any(n.order_free for n in samples) and not all(n.order_free for n in samples)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_tile_coverage_is_the_same_on_all_dims_at_once_and_loop_by_loop(seed, repeat_dims):
+    # few columns go through per-dim running products, many loop by loop: the same steps and reach
+    import kapla.model.rules as rules
+
+    nests = random_nests(seed, repeat_dims)
+    dims, counts, _ = nests.dim_loops()
+    unit = nests.unit[nests.rows]
+    was = rules._SMALL
+    try:
+        rules._SMALL = dims.size
+        wide = rules.tile_coverage(nests.full, unit, dims, counts)
+        rules._SMALL = 0
+        narrow = rules.tile_coverage(nests.full, unit, dims, counts)
+    finally:
+        rules._SMALL = was
+    np.testing.assert_array_equal(wide.steps, narrow.steps)
+    np.testing.assert_array_equal(wide.covered, narrow.covered)
+    np.testing.assert_array_equal(wide.ok, narrow.ok)

@@ -77,7 +77,7 @@ class Coverage:
                                   | (self.covered < self.full).any(axis=1) | self.unit_over.any(axis=1)))
 
 
-_SMALL = 4096  # loop columns (nests x loops) up to which tile_coverage works dim by dim
+_SMALL = 1024  # loop columns (nests x loops) up to which tile_coverage works on every dim at once
 
 
 def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: np.ndarray,
@@ -87,18 +87,18 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
     block everything inside it covers."""
     M, L = dims.shape
     reach = np.array(unit, dtype=np.int64)  # a copy, updated in place through a flat view
-    steps = np.zeros((M, L), dtype=np.int64)
-    if M * L <= _SMALL:
-        # few nests: a pass per dimension over all columns costs fewer numpy calls than one per column
-        for j in range(reach.shape[1]):
-            mine = dims == j
-            if not mine.any():
-                continue
-            running = np.cumprod(np.where(mine, counts, 1), axis=1)
-            before = np.concatenate([np.ones((M, 1), np.int64), running[:, :-1]], axis=1)
-            steps[mine] = (reach[:, j:j + 1] * before)[mine]
-            reach[:, j] = reach[:, j] * running[:, -1]
+    if L and M * L <= _SMALL:
+        # few nests: each loop's step at once, from a running product per dim over
+        # ``(M, L, 8)`` arrays (a few numpy calls; past a thousand columns the arrays cost more)
+        width = reach.shape[1]
+        running = np.cumprod(np.where(dims[:, :, None] == np.arange(width), counts[:, :, None], 1), axis=1)
+        before = np.ones_like(running)
+        before[:, 1:] = running[:, :-1]
+        steps = (before.reshape(-1)[np.arange(M * L) * width + dims.reshape(-1)].reshape(M, L)
+                 * np.take_along_axis(reach, dims, axis=1))
+        reach = reach * running[:, -1]
     else:
+        steps = np.zeros((M, L), dtype=np.int64)
         flat = reach.reshape(-1)
         base = np.arange(M) * reach.shape[1]
         for k in range(L):
