@@ -23,9 +23,9 @@ class CountingSolver(KaplaIntraSolver):
         super().__init__()
         self.calls = 0
 
-    def run_each(self, problem, objectives):
+    def schemes_each(self, problem, objectives):
         self.calls += 1
-        return super().run_each(problem, objectives)
+        return super().schemes_each(problem, objectives)
 
 
 def problems():

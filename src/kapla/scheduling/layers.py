@@ -19,7 +19,7 @@ from kapla.dataflow.directives import LayerScheme, dataflow_key
 from kapla.scheduling import collector
 from kapla.scheduling.store import LayerStore, scope_of
 from kapla.scheduling.workers import stop_workers
-from kapla.search.base import Check, Done, IntraSolver, LayerProgress, NoSchemeError, Problem, Solved
+from kapla.search.base import Check, Done, IntraSolver, LayerProgress, Problem, Solved
 from kapla.workload.layer import Layer, shape_key
 
 _POLL_SECONDS = 0.5  # how often a check runs while the pool's workers solve
@@ -248,14 +248,11 @@ def _timed(solve: Callable[[Problem | None, tuple[str, ...]], list[Solved]], pro
 
 
 def solve_layer(solver: IntraSolver, problem: Problem | None, objectives: tuple[str, ...]) -> list[Solved]:
-    """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.run_each`)."""
+    """The layer solved for each objective (one search sharing its work, :meth:`IntraSolver.schemes_each`)."""
     if problem is None:  # no buffer left for the layer's own blocks
         return [(None, True, {})] * len(objectives)
     with collector.paused():
-        results = solver.run_each(problem, objectives)
-    return [(None, True, {}) if isinstance(result, NoSchemeError) else (result.scheme, result.complete,
-                                                                       dict(result.details))
-            for result in results]
+        return solver.schemes_each(problem, objectives)
 
 
 __all__ = ["LayerCache", "LayerService", "solve_layer"]

@@ -84,6 +84,16 @@ class IntraSolver(ABC):
         answers must be those of :meth:`run`."""
         return [outcome(self.run, replace(problem, objective=objective)) for objective in objectives]
 
+    def schemes_each(self, problem: Problem, objectives: Sequence[str]) -> list[Solved]:
+        """What a layer service keeps of :meth:`run_each`: per objective the
+        scheme (None: no valid one), whether its search ran to the end, and the
+        solver's own details. The service's callers cost each scheme where it
+        runs (its segment, its batch groups); a solver that can leave out costing
+        its results overrides this, with the schemes of :meth:`run_each`."""
+        return [(None, True, {}) if isinstance(result, NoSchemeError) else (result.scheme, result.complete,
+                                                                           dict(result.details))
+                for result in self.run_each(problem, objectives)]
+
 
 #: A layer solve's result, or why there is none.
 Outcome = IntraResult | NoSchemeError

@@ -338,3 +338,24 @@ def test_refinements_run_together_end_where_each_alone_does(arch_name):
                 stepped += 1
                 assert found.key == found0.key and found.scheme == found0.scheme
     assert stepped  # some refinement took a step
+
+
+def test_the_schemes_a_layer_service_keeps_are_those_of_run_each():
+    # schemes_each leaves out costing the results (the service's callers cost them where
+    # they run): the same schemes, None where run_each says why there is none
+    from kapla.space.problem import NoSchemeError, Problem
+
+    arch = load_arch("edge")
+    fc = Layer("fc", Op.FC, 4096, 4096, 1, 1)
+    conv = Layer("c", Op.CONV, c=64, k=96, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1))
+    problems = [Problem(conv, 4, arch), Problem(fc, 16, arch, feed=Feed(to_dram=False)),
+                Problem(fc, 16, arch, feed=Feed(ifm_hops=1.0, to_dram=False, pinned=True))]
+    nones = 0
+    for problem in problems:
+        objectives = ("energy", "latency", "edp")
+        each = KaplaIntraSolver().run_each(problem, objectives)
+        kept = KaplaIntraSolver().schemes_each(problem, objectives)
+        for outcome, (scheme, complete, _) in zip(each, kept, strict=True):
+            nones += scheme is None
+            assert scheme == (None if isinstance(outcome, NoSchemeError) else outcome.scheme) and complete
+    assert nones == 3  # the last problem has none
