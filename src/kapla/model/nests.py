@@ -29,6 +29,7 @@ from kapla.dataflow.tensors import DIM_INDEX, DIMS, Kind, TensorRole, layer_dims
 from kapla.workload.layer import Layer
 
 ND = len(DIMS)
+_FEW_COLUMNS = 1024  # loop columns (rows x loops) up to which Loops.factors works on every dim at once
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +45,9 @@ class Loops:
 
     def factors(self) -> np.ndarray:
         """``(R, 8)`` product of the counts per dimension."""
+        if self.dims.size <= _FEW_COLUMNS:
+            # few loops: all at once over ``(R, K, 8)`` (a loop per column costs a numpy call each)
+            return np.prod(np.where(self.dims[:, :, None] == np.arange(ND), self.counts[:, :, None], 1), axis=1)
         out = np.ones((self.dims.shape[0], ND), dtype=np.int64)
         rows = np.arange(out.shape[0])
         for k in range(self.dims.shape[1]):  # one loop per row and column: plain fancy indexing is exact
