@@ -274,22 +274,30 @@ def test_register_blocks_are_costed_under_the_feed(monkeypatch):
     assert KaplaIntraSolver().run(problem).cost.total_energy > 1.2 * best
 
 
-@pytest.mark.parametrize("arch_name", ["multinode", "edge"])
-def test_the_top_levels_of_several_frames_searched_together_are_searched_as_alone(arch_name):
-    # one model call per stage for every frame: the same candidates and the same costs, bit for bit
-    import numpy as np
-
+def _ranked_spaces(arch_name):
+    """A conv and an FC layer's spaces on ``arch_name`` (4x4 nodes of ``multinode``), each
+    with the frames KAPLA ranks first and their register blocks."""
     from kapla.search.layer.kapla import levels
     from kapla.space.layer.layer_space import LayerSpace
     from kapla.space.problem import Problem
 
     arch = load_arch(arch_name)
     arch = arch.with_node_region(4, 4) if arch_name == "multinode" else arch
-    merged = 0
     for layer in (Layer("c", Op.CONV, c=64, k=96, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
                   Layer("fc", Op.FC, c=1024, k=512, h=1, w=1)):
         space = LayerSpace(Problem(layer, 8, arch))
-        head, _, _, _ = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
+        yield space, levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)[0]
+
+
+@pytest.mark.parametrize("arch_name", ["multinode", "edge"])
+def test_the_top_levels_of_several_frames_searched_together_are_searched_as_alone(arch_name):
+    # one model call per stage for every frame: the same candidates and the same costs, bit for bit
+    import numpy as np
+
+    from kapla.search.layer.kapla import levels
+
+    merged = 0
+    for space, head in _ranked_spaces(arch_name):
         jobs = [(i, states[g:g + 3]) for i, states in head for g in range(0, len(states), 3)]
         merged += len(jobs) >= 2
         together = levels._tops(space, jobs)
@@ -312,16 +320,9 @@ def test_refinements_run_together_end_where_each_alone_does(arch_name):
     # the neighbours of every refinement's step are costed in one model call: each
     # refinement still reaches the same blocking, with the same key and count
     from kapla.search.layer.kapla import levels
-    from kapla.space.layer.layer_space import LayerSpace
-    from kapla.space.problem import Problem
 
-    arch = load_arch(arch_name)
-    arch = arch.with_node_region(4, 4) if arch_name == "multinode" else arch
     stepped = 0
-    for layer in (Layer("c", Op.CONV, c=64, k=96, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
-                  Layer("fc", Op.FC, c=1024, k=512, h=1, w=1)):
-        space = LayerSpace(Problem(layer, 8, arch))
-        head, _, _, _ = levels._rank(space, 4, levels.REFINE, 3, levels.REFINE_REGF)
+    for space, head in _ranked_spaces(arch_name):
         tops = levels._tops(space, [(i, states[:3]) for i, states in head])
         jobs = []
         for objective in ("energy", "latency"):
