@@ -168,3 +168,24 @@ def test_distinct_rows_are_those_of_numpy_unique(rows):
     """The refinement's candidates are deduplicated in np.unique's order (its ties go to the first)."""
     cand = np.array(rows, dtype=np.int64).reshape(len(rows), 2, 3)
     assert np.array_equal(levels._distinct(cand), np.unique(cand, axis=0))
+
+
+def test_register_blocks_of_many_frames_get_each_innermost_loop_at_level_0():
+    # every frame's rows laid out at once: each row's candidates are its innermost
+    # orders (one per looping dim, in order), the rows of each frame in turn
+    from kapla.search.layer.kapla.levels import _unit_blockings
+    from kapla.space.layer.skeletons import innermost_orders
+
+    rng = np.random.default_rng(3)
+    frames = []
+    for k in (1, 5, 17, 0, 3):
+        units = rng.integers(1, 4, (k, 8))
+        frames.append((units, rng.choice([1, 1, 2, 3, 7], (k, 8))))
+    for n in (2, 3):
+        out = _unit_blockings(frames, n)
+        assert len(out) == len(frames)
+        for (units, lefts), b in zip(frames, out, strict=True):
+            assert b.unit is units and len(b.counts) == n and np.array_equal(b.counts[0], lefts)
+            want = [(r, tuple(o)) for r in range(len(units)) for o in innermost_orders(lefts[r], 8)]
+            assert [(int(r), tuple(o)) for r, o in zip(b.rows, b.orders[0], strict=True)] == want
+            assert all((o == np.arange(8)).all() for lvl in b.orders[1:] for o in lvl)

@@ -593,13 +593,13 @@ def _register_blocks(space: LayerSpace, frames: Sequence[int], arr: FrameArrays 
         unit_sets = [u[o] for u, o in zip(unit_sets, np.split(ok, np.cumsum([len(u) for u in unit_sets])[:-1]),
                                           strict=True)]
     arrs, fresh = [], []
-    for i, ev, units in zip(new, evs, unit_sets, strict=True):
-        if len(units) == 0:
-            known[i] = None
-            continue
-        rest = np.array(ev.frame.rest, dtype=np.int64)
-        lefts = rest[None, :] // units
-        b = None if ev.levels == 1 else _unit_blockings(units, lefts, ev.levels)
+    some = [(i, ev, units, np.array(ev.frame.rest, dtype=np.int64)[None, :] // units)
+            for i, ev, units in zip(new, evs, unit_sets, strict=True) if len(units)]
+    known.update((i, None) for i, units in zip(new, unit_sets, strict=True) if not len(units))
+    blockings: Sequence[Blockings | None] = [None] * len(some)
+    if some and evs[0].levels > 1:
+        blockings = _unit_blockings([(units, lefts) for _, _, units, lefts in some], evs[0].levels)
+    for (i, ev, units, lefts), b in zip(some, blockings, strict=True):
         if b is not None:
             arrs.append((ev, b))
         fresh.append((i, lefts, units, b))
@@ -790,16 +790,38 @@ def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
     return [np.array(o[:k], dtype=np.int64) for o in out], values
 
 
-def _unit_blockings(units: np.ndarray, lefts: np.ndarray, n: int) -> Blockings:
-    """Register blocks ``units`` with all that is left of each (``lefts``) looping
-    at level 0, under each choice of its innermost loop there (one candidate per
-    looping dim; one with nothing left)."""
-    here = _innermost(lefts)
-    per = np.array([len(h) for h in here], dtype=np.int64)
-    rows = np.repeat(np.arange(len(units), dtype=np.int64), per)
-    ones = np.ones_like(units)
-    ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (len(rows), ND))
-    return Blockings(units, (lefts,) + (ones,) * (n - 1), rows, (np.concatenate(here),) + (ident,) * (n - 1))
+def _unit_blockings(frames: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> list[Blockings]:
+    """Per frame's ``(units, lefts)``: its register blocks ``units`` with all that is
+    left of each (``lefts``) looping at level 0, under each choice of its innermost
+    loop there (one candidate per looping dim; one with nothing left), as
+    :func:`_innermost` gives them. Every frame's rows at once (a solve re-ranks
+    dozens of frames of a few dozen blocks each): the orders of each distinct
+    looping mask are looked up once and laid out for all rows together."""
+    lefts = np.concatenate([left for _, left in frames])
+    uniq, inv = np.unique(looping_mask(lefts), return_inverse=True)
+    table = innermost_table(ND)
+    tables = [table(int(m)) for m in uniq]
+    sizes = np.array([len(t) for t in tables], dtype=np.int64)
+    per = sizes[inv.reshape(-1)]  # candidates of each row
+    starts = np.cumsum(per) - per
+    total = int(per.sum())
+    # each candidate: its row's table, from the row's first candidate on
+    at = (np.repeat((np.cumsum(sizes) - sizes)[inv.reshape(-1)], per)
+          + np.arange(total, dtype=np.int64) - np.repeat(starts, per))
+    orders = np.concatenate(tables)[at]
+    out = []
+    row0 = cand0 = 0
+    for units, left in frames:
+        k = len(units)
+        mine = per[row0:row0 + k]
+        m = int(mine.sum())
+        rows = np.repeat(np.arange(k, dtype=np.int64), mine)
+        ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (m, ND))
+        ones = np.ones_like(units)
+        out.append(Blockings(units, (left,) + (ones,) * (n - 1), rows,
+                             (orders[cand0:cand0 + m],) + (ident,) * (n - 1)))
+        row0, cand0 = row0 + k, cand0 + m
+    return out
 
 
 def _canonical(frame: Frame, known: dict[tuple[int, tuple[int, ...]], Blockings]) -> Blockings:
