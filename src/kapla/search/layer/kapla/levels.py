@@ -790,14 +790,14 @@ def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
     return [np.array(o[:k], dtype=np.int64) for o in out], values
 
 
-def _unit_blockings(frames: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> list[Blockings]:
+def _unit_blockings(parts: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> list[Blockings]:
     """Per frame's ``(units, lefts)``: its register blocks ``units`` with all that is
     left of each (``lefts``) looping at level 0, under each choice of its innermost
     loop there (one candidate per looping dim; one with nothing left), as
     :func:`_innermost` gives them. Every frame's rows at once (a solve re-ranks
     dozens of frames of a few dozen blocks each): the orders of each distinct
     looping mask are looked up once and laid out for all rows together."""
-    lefts = np.concatenate([left for _, left in frames])
+    lefts = np.concatenate([left for _, left in parts])
     uniq, inv = np.unique(looping_mask(lefts), return_inverse=True)
     table = innermost_table(ND)
     tables = [table(int(m)) for m in uniq]
@@ -811,7 +811,7 @@ def _unit_blockings(frames: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> 
     orders = np.concatenate(tables)[at]
     out = []
     row0 = cand0 = 0
-    for units, left in frames:
+    for units, left in parts:
         k = len(units)
         mine = per[row0:row0 + k]
         m = int(mine.sum())
