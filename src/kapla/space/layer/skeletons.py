@@ -335,11 +335,14 @@ def orders_of(tables: Sequence[OrderTable], masks: Sequence[np.ndarray], counts:
     index.reverse()
     out = []
     for table, mask, idx in zip(tables, masks, index, strict=True):
-        perms = np.empty((len(idx), table(0).shape[1]), dtype=np.int64)
-        for m in np.unique(mask):
-            pick = mask == m
-            perms[pick] = table(int(m))[idx[pick]]
-        out.append(perms)
+        if not len(idx):
+            out.append(np.empty((0, table(0).shape[1]), dtype=np.int64))
+            continue
+        # the distinct masks' orders one after another, each candidate's picked from its mask's run
+        uniq, inv = np.unique(mask, return_inverse=True)
+        runs = [table(int(m)) for m in uniq]
+        starts = np.cumsum([len(r) for r in runs]) - np.array([len(r) for r in runs])
+        out.append(np.concatenate(runs)[starts[inv.reshape(-1)] + idx])
     return tuple(out)
 
 

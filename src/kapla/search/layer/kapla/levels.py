@@ -85,6 +85,7 @@ from kapla.space.layer.skeletons import (
     innermost_orders,
     innermost_table,
     looping_mask,
+    order_product,
     prime_factors,
 )
 from kapla.space.problem import Problem
@@ -793,32 +794,18 @@ def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
 def _unit_blockings(parts: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> list[Blockings]:
     """Per frame's ``(units, lefts)``: its register blocks ``units`` with all that is
     left of each (``lefts``) looping at level 0, under each choice of its innermost
-    loop there (one candidate per looping dim; one with nothing left), as
-    :func:`_innermost` gives them. Every frame's rows at once (a solve re-ranks
-    dozens of frames of a few dozen blocks each): the orders of each distinct
-    looping mask are looked up once and laid out for all rows together."""
-    lefts = np.concatenate([left for _, left in parts])
-    uniq, inv = np.unique(looping_mask(lefts), return_inverse=True)
-    table = innermost_table(ND)
-    tables = [table(int(m)) for m in uniq]
-    sizes = np.array([len(t) for t in tables], dtype=np.int64)
-    per = sizes[inv.reshape(-1)]  # candidates of each row
-    starts = np.cumsum(per) - per
-    total = int(per.sum())
-    # each candidate: its row's table, from the row's first candidate on
-    at = (np.repeat((np.cumsum(sizes) - sizes)[inv.reshape(-1)], per)
-          + np.arange(total, dtype=np.int64) - np.repeat(starts, per))
-    orders = np.concatenate(tables)[at]
+    loop there (one candidate per looping dim; one with nothing left). Every frame's
+    rows in one :func:`~kapla.space.layer.skeletons.order_product` (a solve re-ranks
+    dozens of frames of a few dozen blocks each)."""
+    rows, (orders,) = order_product([innermost_table(ND)], [looping_mask(np.concatenate([lf for _, lf in parts]))])
     out = []
     row0 = cand0 = 0
     for units, left in parts:
         k = len(units)
-        mine = per[row0:row0 + k]
-        m = int(mine.sum())
-        rows = np.repeat(np.arange(k, dtype=np.int64), mine)
+        m = int(np.searchsorted(rows, row0 + k) - cand0)
         ident = np.broadcast_to(np.arange(ND, dtype=np.int64), (m, ND))
         ones = np.ones_like(units)
-        out.append(Blockings(units, (left,) + (ones,) * (n - 1), rows,
+        out.append(Blockings(units, (left,) + (ones,) * (n - 1), rows[cand0:cand0 + m] - row0,
                              (orders[cand0:cand0 + m],) + (ident,) * (n - 1)))
         row0, cand0 = row0 + k, cand0 + m
     return out
