@@ -32,6 +32,11 @@ ND = len(DIMS)
 _FEW_COLUMNS = 1024  # loop columns (rows x loops) up to which Loops.factors works on every dim at once
 
 
+def counts_by_dim(dims: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(R, K, 8)``: each loop's count (``(R, K)`` columns over ``dims``) under its dim, 1 under the others."""
+    return np.where(dims[:, :, None] == np.arange(ND), counts[:, :, None], 1)
+
+
 @dataclass(frozen=True, eq=False)
 class Loops:
     """Loop columns of one level: ``dims`` and ``counts``, both ``(R, K)`` int64."""
@@ -46,8 +51,8 @@ class Loops:
     def factors(self) -> np.ndarray:
         """``(R, 8)`` product of the counts per dimension."""
         if self.dims.size <= _FEW_COLUMNS:
-            # few loops: all at once over ``(R, K, 8)`` (a loop per column costs a numpy call each)
-            return np.prod(np.where(self.dims[:, :, None] == np.arange(ND), self.counts[:, :, None], 1), axis=1)
+            # few loops: all at once (a loop per column costs a numpy call each)
+            return np.prod(counts_by_dim(self.dims, self.counts), axis=1)
         out = np.ones((self.dims.shape[0], ND), dtype=np.int64)
         rows = np.arange(out.shape[0])
         for k in range(self.dims.shape[1]):  # one loop per row and column: plain fancy indexing is exact
@@ -311,4 +316,4 @@ def constant_stacks(stacks: Sequence[tuple[str, int, int]], rows: int) -> Stacks
     return Stacks(dims, r, c)
 
 
-__all__ = ["Loops", "Nests", "Stacks", "constant_stacks", "from_schemes"]
+__all__ = ["Loops", "Nests", "Stacks", "constant_stacks", "counts_by_dim", "from_schemes"]

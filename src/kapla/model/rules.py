@@ -33,7 +33,7 @@ from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.mapping import STREAMED_DIMS
 from kapla.dataflow.tensors import DIM_INDEX, DIMS, RELEVANT_MASK, Kind, TensorRole, footprints
 from kapla.model.hardware import Hardware, hardware
-from kapla.model.nests import Nests, from_schemes
+from kapla.model.nests import Nests, counts_by_dim, from_schemes
 from kapla.workload.layer import Layer
 
 
@@ -90,11 +90,10 @@ def tile_coverage(full: np.ndarray, unit: np.ndarray, dims: np.ndarray, counts: 
     if L and M * L <= _SMALL:
         # few nests: each loop's step at once, from a running product per dim over
         # ``(M, L, 8)`` arrays (a few numpy calls; past a thousand columns the arrays cost more)
-        width = reach.shape[1]
-        running = np.cumprod(np.where(dims[:, :, None] == np.arange(width), counts[:, :, None], 1), axis=1)
+        running = np.cumprod(counts_by_dim(dims, counts), axis=1)
         before = np.ones_like(running)
         before[:, 1:] = running[:, :-1]
-        steps = (before.reshape(-1)[np.arange(M * L) * width + dims.reshape(-1)].reshape(M, L)
+        steps = (before.reshape(-1)[np.arange(M * L) * reach.shape[1] + dims.reshape(-1)].reshape(M, L)
                  * np.take_along_axis(reach, dims, axis=1))
         reach = reach * running[:, -1]
     else:
