@@ -49,8 +49,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -948,22 +949,29 @@ def _tops(space: LayerSpace, jobs: Sequence[tuple[int, list[_State]]]) -> list:
     costed together at each stage (a model call has a fixed cost that is most
     of it at a few hundred candidates)."""
     steps = [_top_steps(space, index, states) for index, states in jobs]
-    out: list = [None] * len(jobs)
-    asks = {}
-    for k, step in enumerate(steps):
+    return _lockstep(steps, lambda asks: _scores_chunked(space, [(jobs[k][0], b) for k, b in asks.items()]))
+
+
+def _lockstep(runs: Sequence[Generator], answer: Callable[[dict[int, Any]], list]) -> list:
+    """What each generator of ``runs`` returns, all run step by step together:
+    at each step ``answer`` gets what every one still running yields (by its
+    place in ``runs``) and gives the replies sent back, in that order (several
+    searches' requests answered in one model call)."""
+    out: list = [None] * len(runs)
+    asks: dict[int, Any] = {}
+
+    def resume(k: int, reply: Any) -> None:
         try:
-            asks[k] = next(step)
+            asks[k] = runs[k].send(reply)
         except StopIteration as done:
             out[k] = done.value
+
+    for k in range(len(runs)):
+        resume(k, None)
     while asks:
-        keys = list(asks)
-        scores = _scores_chunked(space, [(jobs[k][0], asks[k]) for k in keys])
-        asks = {}
-        for k, costs in zip(keys, scores, strict=True):
-            try:
-                asks[k] = steps[k].send(costs)
-            except StopIteration as done:
-                out[k] = done.value
+        pending, asks = asks, {}
+        for k, reply in zip(pending, answer(pending), strict=True):
+            resume(k, reply)
     return out
 
 
@@ -1135,32 +1143,20 @@ def _refine_all(space: LayerSpace, jobs: Sequence[tuple[LayerSpace, int, _Point,
     model call (a call has a fixed cost that is most of it at a few hundred
     candidates), each point's once. ``steps`` keeps each point's scored neighbours
     (they do not depend on the objective) for other refinements."""
-    steps = {} if steps is None else steps
-    runs = [_refine_steps(s, i, point, key, steps) for s, i, point, key in jobs]
-    out: list = [None] * len(runs)
-    asks: dict[int, tuple] = {}
+    memo: dict = {} if steps is None else steps
 
-    def advance(j: int) -> None:
-        try:
-            asks[j] = next(runs[j])
-        except StopIteration as done:
-            out[j] = done.value
-
-    for j in range(len(runs)):
-        advance(j)
-    while asks:
+    def answer(asks: dict[int, tuple]) -> list:
         wanted: dict = {}
         for at, neighbours, point in asks.values():
             if at not in wanted:
                 wanted[at] = neighbours(space.evaluator(at[0]), point)
         scored = [(at, nb) for at, nb in wanted.items() if nb is not None]
         costs = _scores_chunked(space, [(at[0], nb) for at, nb in scored])
-        steps.update(dict.fromkeys(wanted, (None, None)))
-        steps.update({at: (nb, c) for (at, nb), c in zip(scored, costs, strict=True)})
-        waiting, asks = list(asks), {}
-        for j in waiting:
-            advance(j)
-    return out
+        memo.update(dict.fromkeys(wanted, (None, None)))
+        memo.update({at: (nb, c) for (at, nb), c in zip(scored, costs, strict=True)})
+        return [None] * len(asks)  # each reads its neighbours' costs in the memo
+
+    return _lockstep([_refine_steps(s, i, point, key, memo) for s, i, point, key in jobs], answer)
 
 
 def _refine_steps(space: LayerSpace, index: int, point: _Point, key: tuple[float, float], steps: dict):
