@@ -341,7 +341,8 @@ def orders_of(tables: Sequence[OrderTable], masks: Sequence[np.ndarray], counts:
         # the distinct masks' orders one after another, each candidate's picked from its mask's run
         uniq, inv = np.unique(mask, return_inverse=True)
         runs = [table(int(m)) for m in uniq]
-        starts = np.cumsum([len(r) for r in runs]) - np.array([len(r) for r in runs])
+        sizes = np.array([len(r) for r in runs], dtype=np.int64)
+        starts = np.cumsum(sizes) - sizes
         out.append(np.concatenate(runs)[starts[inv.reshape(-1)] + idx])
     return tuple(out)
 
