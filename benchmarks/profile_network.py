@@ -43,9 +43,9 @@ class Counters:
     def __enter__(self) -> Counters:
         counters, solve, evaluate = self, self._solve, self._evaluate
 
-        def counted_solve(service, jobs, progress=None, check=None):
+        def counted_solve(service, jobs, *args, **kwargs):
             start = time.perf_counter()
-            solve(service, jobs, progress, check)
+            solve(service, jobs, *args, **kwargs)
             counters.rounds.append((len(jobs), time.perf_counter() - start))
             counters.jobs += len(jobs)
             counters.problems.update(problem for problem, _ in jobs.values())

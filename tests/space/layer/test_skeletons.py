@@ -1,11 +1,22 @@
+import itertools
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kapla.arch import load_arch
+from kapla.dataflow.directives import Stack
+from kapla.dataflow.tensors import RELEVANT, Kind, tensor_roles
 from kapla.space.layer.classic_view import skeletons
-from kapla.space.layer.skeletons import _even_factorizations, factorizations, node_partitions, splits_evenly
+from kapla.space.layer.skeletons import (
+    _even_factorizations,
+    factorizations,
+    node_partitions,
+    read_kinds,
+    sharing_by_reads,
+    sharing_of,
+    splits_evenly,
+)
 from kapla.workload.zoo import get_network
 
 ALEXNET = get_network("alexnet", 64)
@@ -49,3 +60,25 @@ def test_the_even_factorizations_are_the_factorizations_that_split_every_size_ev
     counts = factorizations(n, len(sizes)) if sizes else ((),)
     want = [c for c in counts if all(splits_evenly(s, k) for s, k in zip(sizes, c, strict=True))]
     assert list(_even_factorizations(n, tuple(sizes))) == want
+
+
+_TRAINING = get_network("alexnet", 4).to_training()
+_LAYERS = list(_TRAINING)  # every phase: forward, data and weight gradients
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("NGCKYXSR"), st.integers(1, 4), st.integers(1, 4)), max_size=4),
+       st.sampled_from(range(len(_LAYERS))))
+def test_sharing_options_are_each_read_kinds_groups_of_nodes_needing_the_same_data(stacks, which):
+    # the options kept per pair of group sizes are what the rule gives for the layer itself:
+    # none, then each kind the layer reads whose copy more than one node needs, then both
+    layer = _LAYERS[which]
+    stacks = tuple(Stack(d, r, c) for d, r, c in stacks)
+    read = {r.kind for r in tensor_roles(layer) if not r.written}
+    groups = {k: math.prod(s.count for s in stacks if s.dim not in RELEVANT[k])
+              for k in (Kind.IFM, Kind.WGT) if k in read}
+    groups = {k: n for k, n in groups.items() if n > 1}
+    expected = [()] + [tuple((k, groups[k]) for k in kinds)
+                       for r in range(1, len(groups) + 1) for kinds in itertools.combinations(sorted(groups), r)]
+    assert list(sharing_of(stacks, layer)) == expected
+    assert sharing_by_reads(stacks, read_kinds(layer)) is sharing_of(stacks, layer)  # kept per group sizes

@@ -39,7 +39,8 @@ from kapla.space.layer.skeletons import (
     looping_mask,
     order_counts,
     order_product,
-    sharing_of,
+    read_kinds,
+    sharing_by_reads,
 )
 from kapla.space.layer.unroll import Spatial, partition_options, spatial_options
 from kapla.workload.layer import Layer
@@ -154,12 +155,13 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
     # a node partition is the choice of many frames: its sharing options are looked up once
     # (by identity; hashing its stacks and the layer costs more than the lookup saves)
     shared: dict[int, tuple[tuple[tuple[Kind, int], ...], ...]] = {}
+    read = read_kinds(layer)
     for (spatial, rest), good in zip(found, ok, strict=True):
         if not good:
             continue
         options = shared.get(id(spatial[node]))
         if options is None:
-            options = shared[id(spatial[node])] = sharing_of(spatial[node].stacks, layer) if sharing else ((),)
+            options = shared[id(spatial[node])] = sharing_by_reads(spatial[node].stacks, read) if sharing else ((),)
         out.extend(Frame(layer, batch, spatial, shr, rest, names) for shr in options)
     return out
 
@@ -174,11 +176,10 @@ def _covers(full: dict[str, int], found) -> np.ndarray:
     picks, tables = level_choices([spatial for spatial, _ in found])
     dims, counts = [], []
     for level, table in enumerate(tables):
-        loops = [[(DIM_INDEX[st.dim], st.count) for st in sp.stacks]
-                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(sp.inner)] for sp in table]
-        width = max(len(lp) for lp in loops)
-        dims.append(_padded_rows([[d for d, _ in lp] for lp in loops], width, 0)[picks[:, level]])
-        counts.append(_padded_rows([[c for _, c in lp] for lp in loops], width, 1)[picks[:, level]])
+        loops = [sp.coverage_loops for sp in table]
+        width = max(len(d) for d, _ in loops)
+        dims.append(_padded_rows([d for d, _ in loops], width, 0)[picks[:, level]])
+        counts.append(_padded_rows([c for _, c in loops], width, 1)[picks[:, level]])
     # what is left loops at the top, once per dim (one iteration where nothing is left)
     rest = np.array([r for _, r in found], dtype=np.int64).reshape(len(found), ND)
     dims.append(np.broadcast_to(np.arange(ND, dtype=np.int64), rest.shape))

@@ -208,21 +208,36 @@ def sharing_options(partition: NodePartition, layer: Layer, enabled: bool) -> li
     return list(sharing_of(partition.stacks, layer))
 
 
-@functools.lru_cache(maxsize=1 << 14)
 def sharing_of(stacks: tuple[Stack, ...], layer: Layer) -> tuple[tuple[tuple[Kind, int], ...], ...]:
     """:func:`sharing_options` (enabled) of the node partition with these stacks (read-only: shared)."""
-    groups = {}
-    read = {r.kind for r in tensor_roles(layer) if not r.written}
-    for kind in (Kind.IFM, Kind.WGT):
-        if kind not in read:  # only data the layer reads rotate between nodes
-            continue
-        n = math.prod(s.count for s in stacks if s.dim not in RELEVANT[kind])
-        if n > 1:
-            groups[kind] = n
+    return sharing_by_reads(stacks, read_kinds(layer))
+
+
+def read_kinds(layer: Layer) -> frozenset[Kind]:
+    """The kinds of data ``layer`` reads (only those rotate between nodes)."""
+    return frozenset(r.kind for r in tensor_roles(layer) if not r.written)
+
+
+def sharing_by_reads(stacks: tuple[Stack, ...], read: frozenset[Kind]) -> tuple[tuple[tuple[Kind, int], ...], ...]:
+    """:func:`sharing_of` for a layer reading ``read``: what it depends on is the
+    group of nodes needing the same data of each kind (one size each), so the
+    options are kept per pair of sizes; a layer and its partitions, which vary
+    from solve to solve, are not in the key."""
+    groups = tuple(math.prod(s.count for s in stacks if s.dim not in RELEVANT[kind]) if kind in read else 1
+                   for kind in _ROTATING)
+    return _sharing_options(groups)
+
+
+_ROTATING = (Kind.IFM, Kind.WGT)  # sorted: the options list kinds in this order
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _sharing_options(groups: tuple[int, ...]) -> tuple[tuple[tuple[Kind, int], ...], ...]:
+    sized = {kind: n for kind, n in zip(_ROTATING, groups, strict=True) if n > 1}
     options: list[tuple[tuple[Kind, int], ...]] = [()]
-    for r in range(1, len(groups) + 1):
-        for kinds in itertools.combinations(sorted(groups), r):
-            options.append(tuple((k, groups[k]) for k in kinds))
+    for r in range(1, len(sized) + 1):
+        for kinds in itertools.combinations(sorted(sized), r):
+            options.append(tuple((k, sized[k]) for k in kinds))
     return tuple(options)
 
 

@@ -72,6 +72,15 @@ class Spatial:
         return tuple((DIM_INDEX[lp.dim], lp.count) for lp in self.inner)
 
     @cached_property
+    def coverage_loops(self) -> tuple[list[int], list[int]]:
+        """Its loops innermost first as the coverage rule walks them past the unit (its
+        stacks, then its fixed loops), as dim columns and counts (kept: a node
+        partition's choice serves many frames, and many solves)."""
+        loops = ([(DIM_INDEX[st.dim], st.count) for st in self.stacks]
+                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(self.inner)])
+        return [d for d, _ in loops], [c for _, c in loops]
+
+    @cached_property
     def stack_lists(self) -> tuple[list[int], list[int], list[int]]:
         """Its stacks' dim columns, rows and columns of units, as lists (worked out once:
         one choice is shared by the many frames built on it, each costed as arrays of these)."""
@@ -92,17 +101,35 @@ def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[s
     if unroll.kind == "template":
         assert unroll.template is not None
         mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.streams_rows)
-        out = [Spatial(m.stacks, m.unit, m.inner, m.note) for m in mappings]
-        if relax and not any(_fixed_blocks_fit(arch, layer, m) for m in mappings):
+        out = [_template_choice(m) for m in mappings]
+        if relax and not any(_fixed_blocks_fit(arch, layer, m, sp) for m, sp in zip(mappings, out, strict=True)):
             # whole rows or filters do not fit: strips and partial filters, left to loop blocking
             out = [s for m, sp in zip(mappings, out, strict=True)
-                   for s in [sp] + [Spatial(v.stacks, v.unit, v.inner, v.note, relaxed=True) for v in relaxed(m)]]
+                   for s in [sp] + [_template_choice(v, relaxed=True) for v in relaxed(m)]]
         return out
     if array == (1, 1):
         return [Spatial()]
     if unroll.kind == "partition":
         return next(partition_options(extents, array))
     return _axis_options(unroll, extents, array)
+
+
+#: A template's mappings as spatial choices, one object per mapping: the blocks of a
+#: layer's node partitions, and of its solves in other contexts, are many (GoogLeNet's
+#: training DAG: 210,000 mappings made) but their mappings few (1,045 distinct), and a
+#: choice works out what it gives once (its loops, unit row), told by identity.
+_choices: dict[tuple[PeMapping, str, bool], Spatial] = {}
+_CHOICES_KEPT = 1 << 14  # choices kept at most (all are dropped when full: a bound on memory)
+
+
+def _template_choice(m: PeMapping, relaxed: bool = False) -> Spatial:
+    key = (m, m.note, relaxed)  # a mapping's note is not part of its value, but is of the choice's
+    found = _choices.get(key)
+    if found is None:
+        if len(_choices) >= _CHOICES_KEPT:
+            _choices.clear()
+        found = _choices[key] = Spatial(m.stacks, m.unit, m.inner, m.note, relaxed)
+    return found
 
 
 def partition_options(extents: Mapping[str, int], array: tuple[int, int]) -> Iterator[list[Spatial]]:
@@ -139,18 +166,20 @@ def _as_spatial(partitions: tuple[NodePartition, ...]) -> tuple[Spatial, ...]:
 _fit_memo = IdentityMemo()
 
 
-def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping) -> bool:
+def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping, choice: Spatial) -> bool:
     """The smallest blocks a template mapping fixes fit: its unit in one PE's
-    buffer, and one pass of the PE array in the buffer above."""
+    buffer, and one pass of the PE array in the buffer above (``choice``: the
+    mapping as a spatial choice, one object per mapping)."""
     # the same mapping blocks recur under many node partitions of a layer: kept per
-    # spec (compared by identity: hashing a spec walks all its fields)
+    # spec (compared by identity: hashing a spec walks all its fields) and choice (by
+    # identity, the choice kept beside its answer so its id stays its own)
     known = _fit_memo.of(arch)
-    key = (layer, m.unit, m.stacks, m.inner)
+    key = (id(choice), layer)
     found = known.get(key)
     if found is None:
-        found = known[key] = _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())),
-                                         tuple(sorted(m.covered().items())))
-    return found
+        found = known[key] = (choice, _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())),
+                                                  tuple(sorted(m.covered().items()))))
+    return found[1]
 
 
 def _blocks_fit(arch: ArchSpec, layer: Layer, unit: tuple[tuple[str, int], ...],
