@@ -124,13 +124,13 @@ def frames(layer: Layer, batch: int, arch: ArchSpec, relax: bool = True) -> list
               ) -> list[tuple[tuple[Spatial, ...], tuple[int, ...]]]:
         """Each of ``options`` for ``level`` with every choice of the levels below it."""
         out: list[tuple[tuple[Spatial, ...], tuple[int, ...]]] = []
+        block = [extents[d] for d in DIMS]
         for sp in options:
-            covered = sp.covered()
+            left = tuple([-(-n // c) for n, c in zip(block, sp.covered_row, strict=True)])
             if level == 0:  # what one unit leaves is the rest (hundreds of options: no dict for each)
-                out.append(((sp,), tuple([-(-extents[d] // covered.get(d, 1)) for d in DIMS])))
+                out.append(((sp,), left))
                 continue
-            inner = {d: -(-extents[d] // covered.get(d, 1)) for d in DIMS}
-            out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, inner)]
+            out += [(chosen + (sp,), rest) for chosen, rest in descend(level - 1, dict(zip(DIMS, left, strict=True)))]
         return out
 
     found = descend(n - 1, dict(full))

@@ -59,6 +59,12 @@ class Spatial:
         return covered_extents(self.unit, self.stacks, self.inner)
 
     @cached_property
+    def covered_row(self) -> tuple[int, ...]:
+        """:meth:`covered` per dim in DIMS order (kept: a choice serves many blocks and solves)."""
+        covered = self.covered()
+        return tuple(covered.get(d, 1) for d in DIMS)
+
+    @cached_property
     def unit_row(self) -> np.ndarray:
         """``(8,)`` its unit block per dim, in DIMS order (read-only: shared by the frames built on it)."""
         given = dict(self.unit)
