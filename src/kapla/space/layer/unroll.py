@@ -82,9 +82,9 @@ class Spatial:
         """Its loops innermost first as the coverage rule walks them past the unit (its
         stacks, then its fixed loops), as dim columns and counts (kept: a node
         partition's choice serves many frames, and many solves)."""
-        loops = ([(DIM_INDEX[st.dim], st.count) for st in self.stacks]
-                 + [(DIM_INDEX[lp.dim], lp.count) for lp in reversed(self.inner)])
-        return [d for d, _ in loops], [c for _, c in loops]
+        inner = self.inner[::-1]
+        return ([DIM_INDEX[st.dim] for st in self.stacks] + [DIM_INDEX[lp.dim] for lp in inner],
+                [st.count for st in self.stacks] + [lp.count for lp in inner])
 
     @cached_property
     def stack_lists(self) -> tuple[list[int], list[int], list[int]]:
@@ -108,7 +108,7 @@ def spatial_options(arch: ArchSpec, level: int, layer: Layer, extents: Mapping[s
         assert unroll.template is not None
         mappings = pe_mappings(unroll.template, layer, extents, array, arch.counting.streams_rows)
         out = [_template_choice(m) for m in mappings]
-        if relax and not any(_fixed_blocks_fit(arch, layer, m, sp) for m, sp in zip(mappings, out, strict=True)):
+        if relax and not any(_fixed_blocks_fit(arch, layer, sp) for sp in out):
             # whole rows or filters do not fit: strips and partial filters, left to loop blocking
             out = [s for m, sp in zip(mappings, out, strict=True)
                    for s in [sp] + [_template_choice(v, relaxed=True) for v in relaxed(m)]]
@@ -172,10 +172,10 @@ def _as_spatial(partitions: tuple[NodePartition, ...]) -> tuple[Spatial, ...]:
 _fit_memo = IdentityMemo()
 
 
-def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping, choice: Spatial) -> bool:
-    """The smallest blocks a template mapping fixes fit: its unit in one PE's
-    buffer, and one pass of the PE array in the buffer above (``choice``: the
-    mapping as a spatial choice, one object per mapping)."""
+def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, choice: Spatial) -> bool:
+    """The smallest blocks a template mapping fixes fit (``choice``: the mapping as a
+    spatial choice): its unit in one PE's buffer, and one pass of the PE array in the
+    buffer above."""
     # the same mapping blocks recur under many node partitions of a layer: kept per
     # spec (compared by identity: hashing a spec walks all its fields) and choice (by
     # identity, the choice kept beside its answer so its id stays its own)
@@ -183,8 +183,8 @@ def _fixed_blocks_fit(arch: ArchSpec, layer: Layer, m: PeMapping, choice: Spatia
     key = (id(choice), layer)
     found = known.get(key)
     if found is None:
-        found = known[key] = (choice, _blocks_fit(arch, layer, tuple(sorted(m.unit_dims.items())),
-                                                  tuple(sorted(m.covered().items()))))
+        found = known[key] = (choice, _blocks_fit(arch, layer, tuple(sorted(dict(choice.unit).items())),
+                                                  tuple(sorted(choice.covered().items()))))
     return found[1]
 
 
