@@ -215,15 +215,11 @@ def level_choices(spatials: Sequence[tuple[Spatial, ...]]) -> tuple[np.ndarray, 
 
 
 def unit_rows(table: Sequence[Spatial]) -> np.ndarray:
-    """``(len(table), 8)`` the unit blocks of a level's choices (:attr:`Spatial.unit_row`),
-    read off their units (most choices are never descended: none keeps its own row)."""
-    out = np.ones((len(table), ND), dtype=np.int64)
-    # a unit names each dim once at most (its dict is what unit_row reads)
-    given = [(k, DIM_INDEX[d], n) for k, sp in enumerate(table) for d, n in dict(sp.unit).items()]
-    if given:
-        at, dims, values = np.array(given, dtype=np.int64).T
-        out[at, dims] = values
-    return out
+    """``(len(table), 8)`` the unit blocks of a level's choices (:attr:`Spatial.unit_row`:
+    a choice is one object per mapping or partition, kept across solves, and keeps its row)."""
+    if not table:
+        return np.ones((0, ND), dtype=np.int64)
+    return np.stack([sp.unit_row for sp in table])
 
 
 @dataclass(frozen=True, eq=False)
