@@ -23,7 +23,7 @@ conservative validity test :func:`may_fit`, the compulsory-traffic
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -210,6 +210,14 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, t
     if slots is None:
         slots = positions[inter.slots] = tuple(tuple(at[name] for name in slot) for slot in inter.slots)
     return table, (like, slots, inter.regions, inter.groups, inter.pinned, inter.pins)
+
+
+def structure(net: Network, inter: InterScheme, arch: ArchSpec) -> Hashable:
+    """What estimating, fitting or costing ``inter`` on ``arch`` depends on besides
+    its layers' schemes, with its layers known by shape and position, not by name:
+    schemes equal in it whose layers are solved alike cost the same (a deep
+    network repeats a few blocks)."""
+    return _likeness(net, inter, arch)[1]
 
 
 def _input_sharers(net: Network, layers: tuple[str, ...]) -> dict[str, str | None]:

@@ -8,10 +8,12 @@ from kapla.model.objective import OBJECTIVES
 from kapla.model.segment import evaluate_segment
 from kapla.scheduling.layers import LayerService
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
+from kapla.search.network.tangram import segment_solver
 from kapla.search.network.tangram.scheduler import MAX_SEGMENT
 from kapla.search.network.tangram.segment_solver import SegmentSolver
 from kapla.space.network.inter import inter_schemes, may_fit
 from kapla.space.network.segments import segment_plans
+from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
 
 
@@ -108,3 +110,28 @@ def test_schemes_are_costed_the_moment_their_last_layer_solve_arrives():
     for key in arrived:
         again.done(key)
     assert calls == []
+
+
+def test_segments_alike_but_for_their_names_are_evaluated_once_and_cost_what_each_alone_costs(monkeypatch):
+    # a deep network repeats a few blocks: a segment of one is costed like the same segment of another
+    arch = load_arch("multinode_4x4")
+    b = NetworkBuilder("blocks", batch=4)
+    x = b.input("x", 16, 8)
+    for i in range(6):
+        x = b.conv(f"c{i}", x, 16, 3, pad=1)
+    net = b.build(training=True)
+    evaluated = []
+
+    def counted(segment, arch_, memo=None):
+        evaluated.append(segment)
+        return evaluate_segment(segment, arch_, memo)
+
+    monkeypatch.setattr(segment_solver, "evaluate_segment", counted)
+    solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
+    found = [one for inter in _schemes(net, arch) for _, one in solver.variants(inter)]
+    assert len(found) > 20 and len(evaluated) < len(found) / 2
+    for segment, cost in found:
+        alone = evaluate_segment(segment, arch)
+        assert cost == alone  # the layers' costs too, under their own names
+        assert [c.layer for c in cost.layers.values()] == list(segment.layers)
+        assert pickle.loads(pickle.dumps(cost)) == alone
