@@ -66,3 +66,24 @@ def test_layers_are_immutable():
     layer = Layer("c", Op.CONV, c=8, k=16, h=32, w=32)
     with pytest.raises(AttributeError):
         layer.c = 4  # type: ignore[misc]
+
+
+def test_a_layers_shape_key_is_the_layer_without_its_identity():
+    from dataclasses import replace
+
+    from kapla.workload.layer import shape_key
+    from kapla.workload.training import training_network
+    from kapla.workload.zoo import get_network
+
+    net = training_network(get_network("googlenet", 4))
+    keys = {}
+    for layer in net:
+        key = shape_key(layer)
+        plain = replace(layer, name="_", forward=None)
+        assert key == plain and hash(key) == hash(plain) and vars(key).keys() == vars(plain).keys()
+        assert key.name == "_" and key.forward is None and layer.name != "_"  # the layer itself kept its own
+        keys.setdefault(key, []).append(layer.name)
+    # layers of one shape and phase share a key; the others do not
+    assert len(keys) < len(net)
+    for key, names in keys.items():
+        assert {(net[n].phase, replace(net[n], name="_", forward=None)) for n in names} == {(key.phase, key)}

@@ -206,8 +206,11 @@ class LayerService:
 
     def details_of(self, scheme: LayerScheme) -> Mapping[str, Any]:
         """What the solver reported of its own when it found ``scheme`` this run (empty: nothing, or a stored solve)."""
+        reported = [cache for cache in self.caches.values() if cache.details]
+        if not reported:  # most solvers report nothing: no scheme's key to work out (ResNet-1001: 0.2 s)
+            return {}
         key = dataflow_key(scheme)
-        for cache in self.caches.values():
+        for cache in reported:
             if key in cache.details:
                 return cache.details[key]
         return {}

@@ -499,4 +499,9 @@ class Layer:
 def shape_key(layer: Layer) -> Layer:
     """The layer with its identity removed: equal keys need equal schemes and costs
     (the key of a layer solve, and of a layer's cost in a segment)."""
-    return replace(layer, name="_", forward=None)
+    # a copy of its fields, not made anew: they were checked when the layer was
+    # (a deep network's thousands of layers took a tenth of a second more)
+    key = object.__new__(Layer)
+    key.__dict__.update(layer.__dict__, name="_", forward=None)
+    key.__dict__.pop("_hash", None)
+    return key
