@@ -217,17 +217,18 @@ def held_words(block: np.ndarray, nests: Nests, hw: Hardware, level: int,
                        nests.shr[level] if shr is None else shr)
 
 
-def fits(words: Mapping[Kind, np.ndarray], hw: Hardware, level: int) -> np.ndarray:
+def fits(words: Mapping[Kind, np.ndarray | int], hw: Hardware, level: int) -> np.ndarray:
     """Which blocks (by their :func:`block_words`) one unit of ``level`` holds:
-    each per-tensor buffer on its own, or all of them in a shared one."""
+    each per-tensor buffer on its own, or all of them in a shared one (words
+    that broadcast together: their broadcast shape)."""
     lvl = hw.levels[level]
-    shape = next(iter(words.values())).shape if words else ()
-    ok = np.ones(shape, dtype=bool)
+    ok = np.ones(np.shape(next(iter(words.values()))) if words else (), dtype=bool)
+    # not in place: words of several shapes give their broadcast shape (an estimate's grid)
     if lvl.split_bits:
         for kind, w in words.items():
-            ok &= w * hw.bits[kind] <= lvl.split_bits[kind]
+            ok = ok & (w * hw.bits[kind] <= lvl.split_bits[kind])
     elif lvl.capacity_bits is not None:
-        ok &= sum(w * hw.bits[k] for k, w in words.items()) <= lvl.capacity_bits
+        ok = ok & (sum(w * hw.bits[k] for k, w in words.items()) <= lvl.capacity_bits)
     return ok
 
 

@@ -21,6 +21,8 @@ ARCHS = {
 LAYERS = [
     Layer("conv", Op.CONV, c=32, k=64, h=28, w=28, s=3, r=3, pad=(1, 1, 1, 1)),
     Layer("strided", Op.CONV, c=24, k=48, h=30, w=30, s=5, r=5, stride=(2, 2), dilation=(2, 2)),
+    Layer("wide", Op.CONV, c=16, k=32, h=17, w=17, s=1, r=7, pad=(0, 3, 0, 3)),  # Inception-v3's 1x7
+    Layer("tall", Op.CONV, c=16, k=32, h=17, w=17, s=7, r=1, pad=(3, 0, 3, 0)),
     Layer("fc", Op.FC, c=512, k=256, h=1, w=1),
     Layer("dw", Op.CONV, c=32, k=32, h=14, w=14, s=3, r=3, pad=(1, 1, 1, 1), groups=32),
     Layer("pool", Op.POOL, c=16, k=16, h=14, w=14, s=2, r=2, stride=(2, 2), mode="max"),
@@ -32,10 +34,11 @@ CASES = [(arch, layer) for arch in ARCHS for layer in LAYERS]
 IDS = [f"{arch}-{layer.name}" for arch, layer in CASES]
 
 
-def _family_counts(arr, T, varying):
+def _family_counts(arr, T, varying, held=(), looped=()):
+    # held dims do not loop (count 1), looped ones loop over all that is left, never split
     S, nd = arr.rest.shape
-    outer = [j for j in varying if DIMS[j] in RELEVANT[T]]
-    inner = [j for j in varying if DIMS[j] not in RELEVANT[T]]
+    outer = [j for j in varying if DIMS[j] in RELEVANT[T] and j not in held + looped]
+    inner = [j for j in varying if (DIMS[j] not in RELEVANT[T] or j in looped) and j not in held]
     combos = np.array(list(itertools.product(range(len(E._SPLITS)), repeat=len(outer))),
                       dtype=np.int64).reshape(-1, len(outer))
     t = np.ones((S, len(combos), nd), dtype=np.int64)
@@ -64,7 +67,7 @@ def _plain_regf(arr, arch):
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
     for T in dict.fromkeys(r.kind for r in roles):
-        outer, inner, t = _family_counts(arr, T, varying)
+        outer, inner, t = _family_counts(arr, T, varying, looped=E._FILTER)
         C = t.shape[1]
         block = np.repeat(arr.mu[:, None, :], C, axis=1)
         for j in range(nd):
@@ -100,7 +103,7 @@ def _plain_dram(arr, arch):
     best = np.full(S, np.inf)
     varying = [j for j in range(nd) if np.any(rest[:, j] > 1)]
     for T in dict.fromkeys(r.kind for r in roles):
-        outer, inner, t = _family_counts(arr, T, varying)
+        outer, inner, t = _family_counts(arr, T, varying, held=E._FILTER)
         C = t.shape[1]
         m_factor = np.ones((S, C, len(DIMS)), dtype=np.int64)
         for j in range(nd):
@@ -140,13 +143,15 @@ def _plain_dram(arr, arch):
     return best
 
 
+@pytest.mark.parametrize("relax", [False, True], ids=["template", "relaxed"])
 @pytest.mark.parametrize("merged", [True, False], ids=["patterns-merged", "pattern-by-pattern"])
 @pytest.mark.parametrize("arch_name, layer", CASES, ids=IDS)
-def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer, merged, monkeypatch):
-    # rows looping over different dims: costed in one grid over all of them, or a grid per pattern
+def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer, merged, relax, monkeypatch):
+    # rows looping over different dims: costed in one grid over all of them, or a grid per pattern;
+    # relaxed mappings leave filter rows and columns to blocking
     monkeypatch.setattr(E, "_MERGED_GRID", 1 << 40 if merged else 0)
     arch = ARCHS[arch_name]
-    found = frames(layer, 4, arch, relax=False)
+    found = frames(layer, 4, arch, relax=relax)
     arr = E.frame_arrays(found, arch)
     assert np.array_equal(E.regf(arr, arch), _plain_regf(arr, arch))
     assert np.array_equal(E.dram(arr, arch), _plain_dram(arr, arch))
@@ -160,6 +165,17 @@ def test_the_grid_estimates_equal_their_plain_form_bit_for_bit(arch_name, layer,
         units.append(u[ev.fits_above(0, u, ())])
     whole = arr.take(np.repeat(picks, [len(u) for u in units])).with_units(np.concatenate(units))
     assert np.array_equal(E.dram(whole, arch), _plain_dram(whole, arch))
+
+
+@pytest.mark.parametrize("layer", [LAYERS[0], LAYERS[2]], ids=["conv", "wide"])
+def test_the_register_estimate_equals_its_plain_form_where_a_mapping_leaves_one_filter_dim(layer):
+    # the four-level example's relaxed mappings leave filter columns, not rows, to blocking (or the
+    # reverse): each filter dim's block is picked on its own
+    arch = _four_level()
+    arr = E.frame_arrays(frames(layer, 4, arch, relax=True), arch)
+    uneven = (arr.rest[:, 6] > 1) != (arr.rest[:, 7] > 1)
+    assert uneven.any()
+    assert np.array_equal(E.regf(arr, arch), _plain_regf(arr, arch))
 
 
 @pytest.mark.parametrize("arch_name", ["multinode_4x4", "edge", "four_level", "simba"])

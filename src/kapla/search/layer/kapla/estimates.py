@@ -297,12 +297,13 @@ def _minus(a: np.ndarray, b) -> np.ndarray:
     return np.subtract(a, b, out=a) if _fills(a, b) else a - b
 
 
-def _fit(arch: ArchSpec, level: int, words: Mapping[Kind, np.ndarray | int], shape) -> np.ndarray:
+def _fit(arch: ArchSpec, level: int, words: Mapping[Kind, np.ndarray | int]) -> np.ndarray:
     """Which blocks of ``words`` per tensor kind one unit of ``level`` holds
-    (:func:`kapla.model.rules.fits`; tensors the level does not hold take no room)."""
+    (:func:`kapla.model.rules.fits`; tensors the level does not hold take no
+    room), in a shape that broadcasts to the blocks'."""
     hw = hardware(arch)
-    held = {k: np.broadcast_to(w, shape) for k, w in words.items() if k in hw.levels[level].holds}
-    return fits(held, hw, level) if held else np.ones(shape, dtype=bool)
+    held = {k: w for k, w in words.items() if k in hw.levels[level].holds}
+    return fits(held, hw, level) if held else np.ones((), dtype=bool)
 
 
 def _add_words(words: dict, kind: Kind, value) -> None:
@@ -383,16 +384,20 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
     layer = arr.layer
     roles = tensor_roles(layer)
     S = len(arr.rest)
-    full = arr.full
     in_dims = [i for i in range(ND) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
+    tab_c, tab_g = _count_tables(arr, arr.mu, arr.s0)
+    windows: dict[tuple[int, int], tuple] = {}
     for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking loops whole above the registers
         fam = _Family(arr, T, varying, looped=_FILTER)
         row = fam.row
-        c0 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(arr.mu))]
-        g0 = [np.minimum(c * row(arr.s0[:, i]), full[i]) for i, c in enumerate(c0)]
-        fp_c, fp_g = footprints_of(c0, layer), footprints_of(g0, layer)
+        at = fam.filter_counts()
+        if at not in windows:
+            windows[at] = (_window_tables(tab_c, layer, at), _window_tables(tab_g, layer, at))
+        c0 = fam.pick(tab_c)
+        fp_c = _footprint_products(c0, *fam.pick_windows(windows[at][0]))
+        fp_g = _footprint_products(fam.pick(tab_g), *fam.pick_windows(windows[at][1]))
         held = _held_extents(c0, arch)
         fp_held = fp_c if held is c0 else footprints_of(held, layer)
         words: dict = {}
@@ -409,7 +414,7 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
             distinct = _grid_product([c for c, flag in zip(loop_counts, rel, strict=True) if flag])
             energy += _role_energy(r, fp_g[r.kind], fp_c[r.kind], _grid_reloads(loop_counts, cum, rel), distinct,
                                    nodes, node_pes, arch)
-        np.copyto(energy, np.inf, where=~_fit(arch, 0, words, fam.shape))
+        np.copyto(energy, np.inf, where=~_fit(arch, 0, words))
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
 
@@ -466,12 +471,14 @@ class _Family:
         self.outer = [j for j in varying if DIMS[j] in RELEVANT[T] and j not in held + looped]
         self.inner = [j for j in varying if (DIMS[j] not in RELEVANT[T] or j in looped) and j not in held]
         n, K = len(self.outer), len(_SPLITS)
-        self.S, self.rest = S, arr.rest
+        self.S = S
         self.shape = (S,) + (K,) * n
         self._ones = (1,) * n
         self.counts: dict[int, np.ndarray] = {}  # loop dim -> its loop count, on the grid
+        self._axis: dict[int, tuple[int, ...]] = {}  # an outer dim's shape on the grid
         for a, j in enumerate(self.outer):
-            self.counts[j] = arr.choices[:, j, :].reshape((S,) + tuple(K if b == a else 1 for b in range(n)))
+            self._axis[j] = (S,) + tuple(K if b == a else 1 for b in range(n))
+            self.counts[j] = arr.choices[:, j, :].reshape(self._axis[j])
         for j in self.inner:
             self.counts[j] = self.row(arr.rest[:, j])
 
@@ -479,15 +486,58 @@ class _Family:
         """Per-frame values ``(S,)`` on the grid."""
         return values.reshape((self.S,) + self._ones)
 
-    def blocks(self, base: np.ndarray) -> list[np.ndarray]:
-        """Per loop dim, ``base`` ``(S, 8)`` times what the loops above leave of it."""
-        out = [self.row(base[:, i]) for i in range(ND)]
+    def _count_index(self, j: int) -> int:
+        # a dim not split here loops over all that is left (the last count) or not at all (the first, 1)
+        return len(_SPLITS) - 1 if j in self.counts else 0
+
+    def pick(self, table: np.ndarray) -> list[np.ndarray]:
+        """Per loop dim, its values of ``table`` ``(S, 8, K)`` (one per count of
+        ``arr.choices``, :func:`_count_tables`) on the grid: all of them along
+        an outer dim's axis, else the one of the dim's single count."""
+        out = []
         for j in range(ND):
-            if j in self.counts:
-                out[j] = out[j] * (self.row(self.rest[:, j]) // self.counts[j])
+            if j in self._axis:
+                out.append(table[:, j, :].reshape(self._axis[j]))
             else:
-                out[j] = out[j] * self.row(self.rest[:, j])
+                out.append(table[:, j, self._count_index(j)].reshape((self.S,) + self._ones))
         return out
+
+    def pick_windows(self, tables: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and columns of input a block spans (:func:`_window_tables`) on the grid."""
+        out = []
+        for j, table in zip((DIM_INDEX["Y"], DIM_INDEX["X"]), tables, strict=True):
+            if j in self._axis:
+                out.append(table.reshape(self._axis[j]))
+            else:
+                out.append(table[:, self._count_index(j)].reshape((self.S,) + self._ones))
+        return out[0], out[1]
+
+    def filter_counts(self) -> tuple[int, int]:
+        """The count index of each filter dim (S, R): never split here."""
+        assert not any(j in self._axis for j in _FILTER)
+        return self._count_index(_FILTER[0]), self._count_index(_FILTER[1])
+
+
+def _count_tables(arr: FrameArrays, base: np.ndarray, stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, loop dim and count of ``arr.choices`` ``(S, 8, K)``: the block
+    ``base`` times what that many loops above leave, clipped to the layer, and
+    that block ``stacks`` times over (clipped too). Every family of a call picks
+    its blocks from these (:meth:`_Family.pick`): worked out once, not per family."""
+    full = arr.full[None, :, None]
+    own = np.minimum(base[:, :, None] * (arr.rest[:, :, None] // arr.choices), full)
+    return own, np.minimum(own * stacks[:, :, None], full)
+
+
+def _window_tables(table: np.ndarray, layer: Layer, counts: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows and columns of input the blocks of ``table`` (:func:`_count_tables`)
+    span, per row and count of their Y and X dims ``(S, K)``, under the filter
+    extents (S, R) at ``counts`` (:meth:`_Family.filter_counts`)."""
+    (sy, sx), (dy, dx) = layer.stride, layer.dilation
+    y, x, s, r = (DIM_INDEX[d] for d in "YXSR")
+    return (_window(table[:, y, :], table[:, s, counts[0]:counts[0] + 1], sy, dy,
+                    _whole_window(layer.yo, layer.s, sy, dy)),
+            _window(table[:, x, :], table[:, r, counts[1]:counts[1] + 1], sx, dx,
+                    _whole_window(layer.xo, layer.r, sx, dx)))
 
 
 def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
@@ -609,23 +659,29 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
     roles = tensor_roles(layer)
     S = len(arr.rest)
     node = _node(arch)
-    full, s1, shr, dist, nodes, trips = arr.full, arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
+    s1, shr, dist, nodes, trips = arr.s1, arr.shr, arr.dist, arr.nodes, arr.trips
     base = arr.mu * arr.s0 * arr.in0  # nominal node block per step of the blocking factors
     best = np.full(S, np.inf)
-    e_node = word_energy(arch, node)
+    e_node, e_dram = word_energy(arch, node), word_energy(arch, -1)
+    hop, bandwidth, static = arch.hop_energy, arch.dram_bandwidth_words, arch.static_energy
+    with_noc = bool(dist.any())
+    shared_kinds = {k for k, n in shr.items() if (n != 1).any()}
+    tab_c, tab_g = _count_tables(arr, base, s1)
+    windows: dict[tuple[int, int], tuple] = {}
     for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking is held whole in the node
         # buffer: splitting it too would multiply the family for little
         fam = _Family(arr, T, varying, _FILTER)
         row = fam.row
-        c1 = [np.minimum(b, full[i]) for i, b in enumerate(fam.blocks(base))]
-        g1 = [np.minimum(c * row(s1[:, i]), full[i]) for i, c in enumerate(c1)]
-        fps_c = footprints_of(c1, layer)
-        fps_g = footprints_of(g1, layer)
+        at = fam.filter_counts()
+        if at not in windows:
+            windows[at] = (_window_tables(tab_c, layer, at), _window_tables(tab_g, layer, at))
+        fps_c = _footprint_products(fam.pick(tab_c), *fam.pick_windows(windows[at][0]))
+        fps_g = _footprint_products(fam.pick(tab_g), *fam.pick_windows(windows[at][1]))
         words: dict = {}  # whole words per kind (exact as integers)
         for r in roles:
             need = fps_c[r.kind]
-            if (shr[r.kind] != 1).any():
+            if r.kind in shared_kinds:
                 need = -(-need // row(shr[r.kind]))
             _add_words(words, r.kind, need * r.copies if r.copies != 1 else need)
         # loop order: T's dims (outer) in DIMS order, then the others
@@ -639,7 +695,6 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         noc: np.ndarray = np.zeros(fam.shape)
         rot: np.ndarray = np.zeros(fam.shape)
         tmp = np.empty(fam.shape)
-        with_noc = bool(dist.any())
         with_rot = False
         node_n, dist_n = row(nodes), row(dist)
         for r in roles:
@@ -655,11 +710,10 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
                     noc += tmp
             else:
                 dram_ += group_words
-                k_shr = shr[r.kind]
-                shared = bool((k_shr != 1).any())
+                shared = r.kind in shared_kinds
                 if not (with_noc or shared):
                     continue
-                k_shr = row(k_shr)
+                k_shr = row(shr[r.kind])
                 node_words = np.multiply(_grid_product([fps_c[r.kind], reload, r.copies]), node_n, out=tmp)
                 if with_noc:
                     noc += node_words / k_shr * dist_n if shared else node_words * dist_n
@@ -668,21 +722,21 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
                     np.multiply(node_words, k_shr - 1, out=tmp)
                     tmp /= k_shr
                     rot += tmp
-        energy = dram_ * word_energy(arch, -1)
+        energy = dram_ * e_dram
         if with_noc or with_rot:
             np.add(noc, rot, out=tmp)
-            tmp *= arch.hop_energy
+            tmp *= hop
             energy += tmp
         if with_rot:
             np.multiply(rot, 2, out=tmp)
             tmp *= e_node
             energy += tmp
-        np.divide(dram_, arch.dram_bandwidth_words, out=tmp)
+        np.divide(dram_, bandwidth, out=tmp)
         tmp -= row(trips)
         np.maximum(tmp, 0, out=tmp)
-        tmp *= arch.static_energy
+        tmp *= static
         energy += tmp
-        np.copyto(energy, np.inf, where=~_fit(arch, node, words, fam.shape))
+        np.copyto(energy, np.inf, where=~_fit(arch, node, words))
         best = np.minimum(best, energy.reshape(S, -1).min(axis=1))
     return best
 
@@ -709,9 +763,15 @@ def footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
     (:data:`DIMS` order; integer arrays that broadcast together)."""
     sy, sx = layer.stride
     dy, dx = layer.dilation
-    n, g, c, k, y, x, s, r = extents
+    _, _, _, _, y, x, s, r = extents
     rows = _window(y, s, sy, dy, _whole_window(layer.yo, layer.s, sy, dy))
     cols = _window(x, r, sx, dx, _whole_window(layer.xo, layer.r, sx, dx))
+    return _footprint_products(extents, rows, cols)
+
+
+def _footprint_products(extents, rows, cols) -> dict[Kind, np.ndarray]:
+    """:func:`footprints_of` from the extents and the input rows and columns they span."""
+    n, g, c, k, y, x, s, r = extents
     return {Kind.WGT: _grid_product([g, k, c, s, r]), Kind.OFM: _grid_product([n, g, k, y, x]),
             Kind.IFM: _grid_product([n, g, c, rows, cols])}
 
