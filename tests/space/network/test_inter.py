@@ -305,10 +305,16 @@ def test_a_scheme_pickles_without_what_it_worked_out_for_this_process():
     scheme = InterScheme(("a", "b"), (("a",), ("b",)), halves, groups=4)
     assert hash(scheme) == hash(InterScheme(("a", "b"), (("a",), ("b",)), halves, groups=4))
     assert scheme.region_of("b") == halves[1]
+    first = estimate(net, SMALL, scheme)  # keeps the scheme's structure key on it
+    assert "_like" in scheme.__dict__
     back = pickle.loads(pickle.dumps(scheme))
-    assert "_hash" not in back.__dict__
+    assert "_hash" not in back.__dict__ and "_like" not in back.__dict__
     assert back == scheme and hash(back) == hash(scheme) and {scheme: 1}[back] == 1
-    assert estimate(net, SMALL, back) == estimate(net, SMALL, scheme)
+    assert estimate(net, SMALL, back) == first
+    # a key kept for another network's table is not taken for this one's
+    other = _two_fcs(False)
+    assert _likeness(other, scheme, SMALL)[1] == _likeness(other, back, SMALL)[1]
+    assert estimate(other, SMALL, scheme) == _estimate(other, SMALL, scheme, 0, None)
     layer = net["a"]
     hash(layer)
     assert "_hash" not in pickle.loads(pickle.dumps(layer)).__dict__

@@ -69,7 +69,12 @@ class InterScheme:
 
     # a deep network's chains of hundreds of schemes are hashed whole, round after round
     __hash__ = kept_hash
-    __getstate__ = without_kept_hash
+
+    def __getstate__(self) -> dict:
+        # neither the hash kept nor the structure key (:func:`_likeness`): both are of this process
+        state = without_kept_hash(self)
+        state.pop("_like", None)
+        return state
 
     @property
     def layout(self) -> str:
@@ -181,7 +186,7 @@ def _flow(net: Network, layers: tuple[str, ...], share_inputs: bool) -> tuple[_F
 _structures = IdentityMemo()
 
 
-def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, tuple]:
+def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, int]:
     """A table kept for this network and hardware, and what an estimate or fit of
     ``inter`` depends on with the segment's layers known by shape and position,
     not by name: a deep network repeats a few blocks, and the schemes of their
@@ -193,6 +198,10 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, t
     if by_spec is None:
         by_spec = per_net["by spec"] = IdentityMemo()
     table = by_spec.of(arch)
+    # each scheme is fitted, estimated and costed: its key is kept on it, with the table it is of
+    kept = inter.__dict__.get("_like")
+    if kept is not None and kept[0] is table:
+        return table, kept[1]
     key = (inter.layers, inter.share_inputs)
     shape = table.get(key)
     if shape is None:
@@ -209,7 +218,12 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, t
     slots = positions.get(inter.slots)
     if slots is None:
         slots = positions[inter.slots] = tuple(tuple(at[name] for name in slot) for slot in inter.slots)
-    return table, (like, slots, inter.regions, inter.groups, inter.pinned, inter.pins)
+    # alike schemes get one number too: the estimates and fits of hundreds of thousands of
+    # schemes are keyed by it, not by their regions hashed field by field each time
+    found = table.setdefault(("scheme", like, slots, inter.regions, inter.groups, inter.pinned, inter.pins),
+                             len(table))
+    object.__setattr__(inter, "_like", (table, found))
+    return table, found
 
 
 def structure(net: Network, inter: InterScheme, arch: ArchSpec) -> Hashable:
