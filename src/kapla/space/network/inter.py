@@ -187,12 +187,13 @@ _structures = IdentityMemo()
 
 
 def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, int]:
-    """A table kept for this network and hardware, and what an estimate or fit of
-    ``inter`` depends on with the segment's layers known by shape and position,
-    not by name: a deep network repeats a few blocks, and the schemes of their
-    segments are estimated and checked hundreds of thousands of times (ResNet-1001:
-    71,000 estimates, a third of the search's time outside the layer solves). The
-    hardware is compared by identity too (:class:`~kapla.memo.IdentityMemo`)."""
+    """A table kept for this network and hardware, and the number there of what an
+    estimate or fit of ``inter`` depends on, with the segment's layers known by
+    shape and position, not by name: a deep network repeats a few blocks, and the
+    schemes of their segments are estimated and checked hundreds of thousands of
+    times (ResNet-1001: 71,000 estimates, a third of the search's time outside
+    the layer solves). The hardware is compared by identity too
+    (:class:`~kapla.memo.IdentityMemo`)."""
     per_net = _structures.of(net)
     by_spec = per_net.get("by spec")
     if by_spec is None:
@@ -228,9 +229,9 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, i
 
 def structure(net: Network, inter: InterScheme, arch: ArchSpec) -> Hashable:
     """What estimating, fitting or costing ``inter`` on ``arch`` depends on besides
-    its layers' schemes, with its layers known by shape and position, not by name:
-    schemes equal in it whose layers are solved alike cost the same (a deep
-    network repeats a few blocks)."""
+    its layers' schemes, with its layers known by shape and position, not by name,
+    as one number per kind (per network and hardware): schemes of one kind whose
+    layers are solved alike cost the same (a deep network repeats a few blocks)."""
     return _likeness(net, inter, arch)[1]
 
 
