@@ -20,6 +20,7 @@ from kapla.space.network.inter import (
     _likeness,
     _may_fit,
     estimate,
+    estimates,
     feed_of,
     inter_schemes,
     may_fit,
@@ -341,6 +342,9 @@ def test_estimates_and_fits_kept_for_alike_segments_are_those_worked_out_for_eac
         assert may_fit(net, SMALL, scheme, reserve) == _may_fit(net, SMALL, scheme, reserve)
         assert estimate(net, SMALL, scheme, reserve, scale) == _estimate(net, SMALL, scheme, reserve, scale)
         assert estimate(net, SMALL, scheme, 0) == _estimate(net, SMALL, scheme, 0, None)
+    # all at once, as a search asks (a segment's schemes share its layers' scale)
+    assert estimates(net, SMALL, schemes, reserve, scale) == [_estimate(net, SMALL, s, reserve, scale) for s in schemes]
+    assert estimates(net, SMALL, schemes) == [_estimate(net, SMALL, s, 0, None) for s in schemes]
 
 
 def test_an_estimate_is_that_of_the_hardware_asked_about_whatever_was_asked_before():

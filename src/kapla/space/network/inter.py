@@ -23,9 +23,10 @@ conservative validity test :func:`may_fit`, the compulsory-traffic
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
@@ -462,8 +463,30 @@ def estimate(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int = 0,
     compulsory traffic misses (register, bus and buffer accesses, refetches,
     idle PEs) is much the same wherever the layer runs.
     """
+    return _estimate_scaled(net, arch, inter, reserve, scale,
+                            None if scale is None else tuple(scale.get(n) for n in inter.layers))
+
+
+def estimates(net: Network, arch: ArchSpec, inters: Iterable[InterScheme], reserve: int = 0,
+              scale: Mapping[str, tuple[float, float]] | None = None) -> list[Estimate]:
+    """:func:`estimate` of each of ``inters``: a search estimates every scheme of
+    every segment at once, and the schemes of one segment share its layers'
+    calibration (ResNet-1001's training DAG: 152,000 schemes of 16,000 segments)."""
+    scaled: dict[tuple[str, ...], tuple | None] = {}
+    out = []
+    for inter in inters:
+        factors = scaled.get(inter.layers)
+        if factors is None and scale is not None:
+            factors = scaled[inter.layers] = tuple(scale.get(n) for n in inter.layers)
+        out.append(_estimate_scaled(net, arch, inter, reserve, scale, factors))
+    return out
+
+
+def _estimate_scaled(net: Network, arch: ArchSpec, inter: InterScheme, reserve: int,
+                     scale: Mapping[str, tuple[float, float]] | None, factors: tuple | None) -> Estimate:
+    """:func:`estimate`, ``factors`` the scale of each of its layers (None: no scale)."""
     table, like = _likeness(net, inter, arch)
-    key = ("estimate", like, reserve, None if scale is None else tuple(scale.get(n) for n in inter.layers))
+    key = ("estimate", like, reserve, factors)
     found = table.get(key)
     if found is None:
         found = table[key] = _estimate(net, arch, inter, reserve, scale)
@@ -533,7 +556,10 @@ def calibration(net: Network, arch: ArchSpec, single: InterScheme, cost: Segment
     return (dynamic / raw_dynamic if raw_dynamic > 0 else 1.0, cost.time / raw.time if raw.time > 0 else 1.0)
 
 
-def pareto(schemes: list[tuple[InterScheme, Estimate]]) -> list[tuple[InterScheme, Estimate]]:
+_T = TypeVar("_T")  # what the schemes ranked by their estimates are (the schemes, or their places)
+
+
+def pareto(schemes: list[tuple[_T, Estimate]]) -> list[tuple[_T, Estimate]]:
     """The schemes no other scheme of the same segment beats in every traffic count and time
     (:meth:`Estimate.dominates`), in their order.
 

@@ -66,7 +66,7 @@ from kapla.space.network.inter import (
     Estimate,
     InterScheme,
     calibration,
-    estimate,
+    estimates,
     inter_schemes,
     may_fit,
     pareto,
@@ -413,7 +413,8 @@ class KaplaStrategy:
             scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
             if search.progress is not None:
                 search.progress("solving layers", n + 1, len(search.singles))
-        estimates = [(i, j, inter, estimate(net, arch, inter, search.reserve, scale)) for i, j, inter in search.schemes]
+        found = estimates(net, arch, (inter for _, _, inter in search.schemes), search.reserve, scale)
+        estimated = [(i, j, inter, est) for (i, j, inter), est in zip(search.schemes, found, strict=True)]
         singles = tuple(sorted(search.singles, key=lambda s: index[s.layers[0]]))
         layerwise = _layerwise(singles, segsolver)
         ranks = _ranks(layerwise[0].cost)
@@ -423,7 +424,7 @@ class KaplaStrategy:
         # guaranteed a schedule never worse than without the additions, but
         # solved twice the segments for the same schedules (measured: within
         # 0.03 % on the zoo, inference and training, docs/performance.md).
-        refined = yield from self._refine(search, self._options(search, estimates), ranks)
+        refined = yield from self._refine(search, self._options(search, estimated), ranks)
         return _union(refined, layerwise)
 
     @staticmethod
@@ -437,8 +438,14 @@ class KaplaStrategy:
             by_segment.setdefault(inter.layers, []).append((inter, est))
             spans[inter.layers] = (i, j)
         options: Options = {}
+        # alike segments' schemes have the very same estimates (kept per kind of scheme): one front each
+        fronts: dict[tuple[int, ...], list[int]] = {}
         for layers, cands in by_segment.items():
-            kept = pareto(cands)
+            alike = tuple(id(est) for _, est in cands)
+            front = fronts.get(alike)
+            if front is None:
+                front = fronts[alike] = [k for k, _ in pareto([(k, est) for k, (_, est) in enumerate(cands)])]
+            kept = [cands[k] for k in front]
             stats.pareto += len(kept)
             for _ in kept:
                 stats.count(layers, 2)
