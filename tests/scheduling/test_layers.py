@@ -130,3 +130,26 @@ def test_each_key_is_passed_to_done_once_its_answers_are_recorded():
 
             service.solve({key: (problem, OBJECTIVES) for key, problem in p.items()}, done=done)
         assert sorted(seen) == [("a", True), ("b", True), ("c", True)]
+
+
+def test_the_solves_done_are_taken_as_they_finish_the_first_awaited_the_rest_not():
+    import queue
+    import threading
+    from concurrent.futures import Future
+
+    from kapla.scheduling.layers import _finished
+
+    finishing: queue.SimpleQueue = queue.SimpleQueue()
+    futures = [Future() for _ in range(4)]
+    for f in futures:
+        f.add_done_callback(finishing.put)
+    assert _finished(finishing, 0.01) == []  # none done: the time runs out
+    futures[2].set_result(2)
+    futures[0].set_result(0)
+    assert _finished(finishing, 0.01) == [futures[2], futures[0]]  # in the order they finished
+    threading.Timer(0.05, futures[1].set_result, (1,)).start()
+    start = time.perf_counter()
+    assert _finished(finishing, 5.0) == [futures[1]]  # waits for the first to come
+    assert time.perf_counter() - start < 4.0
+    futures[3].set_exception(RuntimeError("worker gone"))
+    assert _finished(finishing, 0.01) == [futures[3]]  # a failed one too, for its caller to raise
