@@ -532,12 +532,9 @@ def _window_tables(table: np.ndarray, layer: Layer, counts: tuple[int, int]) -> 
     """The rows and columns of input the blocks of ``table`` (:func:`_count_tables`)
     span, per row and count of their Y and X dims ``(S, K)``, under the filter
     extents (S, R) at ``counts`` (:meth:`_Family.filter_counts`)."""
-    (sy, sx), (dy, dx) = layer.stride, layer.dilation
     y, x, s, r = (DIM_INDEX[d] for d in "YXSR")
-    return (_window(table[:, y, :], table[:, s, counts[0]:counts[0] + 1], sy, dy,
-                    _whole_window(layer.yo, layer.s, sy, dy)),
-            _window(table[:, x, :], table[:, r, counts[1]:counts[1] + 1], sx, dx,
-                    _whole_window(layer.xo, layer.r, sx, dx)))
+    return _spans(table[:, y, :], table[:, s, counts[0]:counts[0] + 1], table[:, x, :],
+                  table[:, r, counts[1]:counts[1] + 1], layer)
 
 
 def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
@@ -761,12 +758,16 @@ def footprints(block: np.ndarray, layer: Layer) -> dict[Kind, np.ndarray]:
 def footprints_of(extents, layer: Layer) -> dict[Kind, np.ndarray]:
     """Elements of each kind a block touches, from its extent per loop dim
     (:data:`DIMS` order; integer arrays that broadcast together)."""
-    sy, sx = layer.stride
-    dy, dx = layer.dilation
     _, _, _, _, y, x, s, r = extents
-    rows = _window(y, s, sy, dy, _whole_window(layer.yo, layer.s, sy, dy))
-    cols = _window(x, r, sx, dx, _whole_window(layer.xo, layer.r, sx, dx))
-    return _footprint_products(extents, rows, cols)
+    return _footprint_products(extents, *_spans(y, s, x, r, layer))
+
+
+def _spans(y, s, x, r, layer: Layer):
+    """The input rows and columns blocks of these extents span (output rows ``y``
+    under filter rows ``s``, columns ``x`` under ``r``), never more than the whole input."""
+    (sy, sx), (dy, dx) = layer.stride, layer.dilation
+    return (_window(y, s, sy, dy, _whole_window(layer.yo, layer.s, sy, dy)),
+            _window(x, r, sx, dx, _whole_window(layer.xo, layer.r, sx, dx)))
 
 
 def _footprint_products(extents, rows, cols) -> dict[Kind, np.ndarray]:
