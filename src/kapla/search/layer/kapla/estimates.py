@@ -490,27 +490,20 @@ class _Family:
         # a dim not split here loops over all that is left (the last count) or not at all (the first, 1)
         return len(_SPLITS) - 1 if j in self.counts else 0
 
+    def _place(self, j: int, values: np.ndarray) -> np.ndarray:
+        """Dim ``j``'s values ``(S, K)``, one per count of ``arr.choices``, on the grid:
+        all of them along an outer dim's axis, else the one of the dim's single count."""
+        if j in self._axis:
+            return values.reshape(self._axis[j])
+        return values[:, self._count_index(j)].reshape((self.S,) + self._ones)
+
     def pick(self, table: np.ndarray) -> list[np.ndarray]:
-        """Per loop dim, its values of ``table`` ``(S, 8, K)`` (one per count of
-        ``arr.choices``, :func:`_count_tables`) on the grid: all of them along
-        an outer dim's axis, else the one of the dim's single count."""
-        out = []
-        for j in range(ND):
-            if j in self._axis:
-                out.append(table[:, j, :].reshape(self._axis[j]))
-            else:
-                out.append(table[:, j, self._count_index(j)].reshape((self.S,) + self._ones))
-        return out
+        """Per loop dim, its values of ``table`` ``(S, 8, K)`` (:func:`_count_tables`) on the grid."""
+        return [self._place(j, table[:, j, :]) for j in range(ND)]
 
     def pick_windows(self, tables: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The rows and columns of input a block spans (:func:`_window_tables`) on the grid."""
-        out = []
-        for j, table in zip((DIM_INDEX["Y"], DIM_INDEX["X"]), tables, strict=True):
-            if j in self._axis:
-                out.append(table.reshape(self._axis[j]))
-            else:
-                out.append(table[:, self._count_index(j)].reshape((self.S,) + self._ones))
-        return out[0], out[1]
+        return self._place(DIM_INDEX["Y"], tables[0]), self._place(DIM_INDEX["X"], tables[1])
 
     def filter_counts(self) -> tuple[int, int]:
         """The count index of each filter dim (S, R): never split here."""
