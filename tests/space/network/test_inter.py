@@ -1,6 +1,7 @@
 """Inter-layer schemes: layouts and batch groups, where data flow, the estimate and validity pruning."""
 
 import pickle
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from kapla.space.network.inter import (
     _estimate,
     _likeness,
     _may_fit,
+    alike_scheme,
     estimate,
     estimates,
     feed_of,
@@ -28,10 +30,11 @@ from kapla.space.network.inter import (
     pin_choices,
     pin_reserve,
     placements,
+    segment_kind,
     tangram_pins,
     weight_words,
 )
-from kapla.space.network.segments import SegmentPlan, segment_plans, slots_of
+from kapla.space.network.segments import SegmentPlan, schedule_order, segment_plans, slots_of
 from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
 
@@ -365,3 +368,69 @@ def test_the_pareto_front_is_the_schemes_no_other_dominates_in_their_order(point
     schemes = [(f"s{i}", Estimate(1.0, t, dram, onchip, groups)) for i, (dram, onchip, t, groups) in enumerate(points)]
     kept = pareto(schemes)  # type: ignore[arg-type]
     assert kept == [(s, e) for s, e in schemes if not any(o.dominates(e) for _, o in schemes)]
+
+
+@pytest.mark.parametrize("name,training", [("resnet18", False), ("resnet18", True), ("googlenet", True),
+                                           ("efficientnet_b0", True), ("lstm_m", True), ("gpt2", True)])
+def test_segments_of_one_kind_have_the_schemes_fits_and_flow_of_the_first_renamed(name, training):
+    # a search enumerates and fits a kind of segment once, and renames its schemes
+    # for the others of that kind: each must be what that segment's own are
+    net = get_network(name, batch=4)
+    net = net.to_training() if training else net
+    reserve = 300
+    first: dict = {}
+    alike = 0
+    for ending in segment_plans(net, 5):
+        for p in ending:
+            fresh = [(s, may_fit(net, SMALL, s, reserve)) for s in inter_schemes(net, SMALL, p, False)]
+            kind = segment_kind(net, p.layers)
+            if kind is None:
+                assert len(p.layers) == len(net)
+                continue
+            known = first.setdefault(kind, (p, fresh))
+            if known[0] is p:
+                continue
+            alike += 1
+            rename = dict(zip(known[0].layers, p.layers, strict=True))
+            renamed = [(alike_scheme(s, p.layers), fits) for s, fits in known[1]]
+            assert renamed == fresh
+            for (mine, _), (theirs, _), (template, _) in zip(renamed, fresh, known[1], strict=True):
+                assert _likeness(net, mine, SMALL)[1] == _likeness(net, theirs, SMALL)[1]
+                assert estimate(net, SMALL, mine, reserve) == _estimate(net, SMALL, theirs, reserve, None)
+                # the data flow worked out for the first segment, renamed, is this one's
+                was = placements(net, SMALL, template)
+                assert {rename[n]: (rename_place(pl, rename)) for n, pl in was.items()} == \
+                    placements(net, SMALL, theirs)
+    assert alike > 0
+
+
+def rename_place(place, rename):
+    return replace(place, layer=rename[place.layer], onchip_inputs=tuple(rename[n] for n in place.onchip_inputs),
+                   shares_input_of=None if place.shares_input_of is None else rename[place.shares_input_of])
+
+
+def test_a_segment_not_a_run_of_the_order_or_the_whole_network_has_no_kind():
+    net = get_network("resnet18", batch=4)
+    names = net_layers(net)
+    order = schedule_order(net)
+    assert segment_kind(net, names) is None
+    assert segment_kind(net, (order[1], order[0])) is None
+    assert segment_kind(net, (order[0], order[2])) is None
+    assert segment_kind(net, order[:2]) is not None
+
+
+def test_segments_whose_layers_read_one_fmap_or_two_from_dram_are_not_of_one_kind():
+    # block 1: two fcs read the same fmap from DRAM (the second can take it from the
+    # first); block 2: alike layers read two fmaps of that shape, each its own
+    b = NetworkBuilder("readers", 8)
+    x = b.fc("x", b.input("in", 64), 64)
+    y = b.fc("y", x, 64)
+    z = b.fc("z", x, 64)
+    b.eltwise("add1", [b.fc("a1", y, 64), b.fc("b1", y, 64)])
+    b.eltwise("add2", [b.fc("a2", y, 64), b.fc("b2", z, 64)])
+    net = b.build()
+    first, second = ("a1", "b1", "add1"), ("a2", "b2", "add2")
+    assert None is not segment_kind(net, first) != segment_kind(net, second) is not None
+    shared = [s for s in inter_schemes(net, SMALL, plan(net, *first), False) if s.share_inputs]
+    assert shared and placements(net, SMALL, shared[0])["b1"].shares_input_of == "a1"
+    assert not any(s.share_inputs for s in inter_schemes(net, SMALL, plan(net, *second), False))

@@ -43,7 +43,7 @@ from kapla.model.segment import (
     pipeline_time,
     placement_feed,
 )
-from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions
+from kapla.space.network.segments import SegmentPlan, allocate_regions, fold_regions, schedule_order
 from kapla.workload.layer import Layer, shape_key
 from kapla.workload.network import Network
 
@@ -356,6 +356,70 @@ def inter_schemes(net: Network, arch: ArchSpec, plan: SegmentPlan, pinned: bool,
                 out.extend(InterScheme(plan.layers, slots, regions, g, True, pins, fold, share)
                            for pins in pin_choices(tangram))
     return out
+
+
+_contexts = IdentityMemo()
+
+
+def segment_kind(net: Network, layers: tuple[str, ...]) -> Hashable | None:
+    """A key such that segments with equal keys have the same inter-layer
+    schemes, fits, estimates and costs but for their layers' names (None: not a
+    run of :func:`schedule_order`, or the whole network, whose schemes TANGRAM
+    pins). Per layer: its shape, whether it has weights or is kept, its input
+    edges (port, slices, the producer's output shape), where in the segment
+    its producers are (those outside numbered in order of first use: only
+    which layers share one matters) and its consumers (those outside only
+    whether there are any): everything the data flow, the slots and the
+    regions of a segment are worked out from.
+
+    A deep network's segments repeat a few kinds (ResNet-1001's training DAG:
+    172,000 schemes of 16,000 segments), which are enumerated and fitted once
+    each (:func:`alike_scheme`)."""
+    if len(layers) >= len(net):
+        return None
+    memo = _contexts.of(net)
+    if not memo:
+        order = schedule_order(net)
+        at = {name: i for i, name in enumerate(order)}
+        numbers: dict[Hashable, int] = {}
+        memo["at"], memo["order"] = at, order
+        memo["layers"] = [
+            (numbers.setdefault((shape_key(net[name]), net[name].has_weights, name in net.kept,
+                                 tuple((e.port, e.channels, e.rows, net.output_shape(e.src))
+                                       for e in net.in_edges(name))), len(numbers)),
+             tuple(at.get(e.src, e.src) for e in net.in_edges(name)),  # a network input by its name
+             tuple(at[c] for c in net.consumers(name)))
+            for name in order]
+    at, context = memo["at"], memo["layers"]
+    first = at[layers[0]]
+    last = first + len(layers) - 1
+    if memo["order"][first:last + 1] != layers:
+        return None
+    outside: dict[int | str, int] = {}
+    key = []
+    for sign, sources, consumers in context[first:last + 1]:
+        # producers precede their consumers in the order: those not before ``first`` are inside
+        key.append((sign,
+                    tuple(q - first if isinstance(q, int) and q >= first else -1 - outside.setdefault(q, len(outside))
+                          for q in sources),
+                    tuple(c - first for c in consumers if c <= last),
+                    any(c > last for c in consumers)))
+    return tuple(key)
+
+
+def alike_scheme(inter: InterScheme, layers: tuple[str, ...]) -> InterScheme:
+    """``inter`` (a scheme of a segment of the same kind, :func:`segment_kind`)
+    as the scheme of the segment of ``layers``: its layers named by position.
+    Made as a copy: its structure key (:func:`structure`) is the same and is
+    kept; its hash is not."""
+    rename = dict(zip(inter.layers, layers, strict=True))
+    state = dict(inter.__dict__)
+    state.pop("_hash", None)
+    state["layers"] = layers
+    state["slots"] = tuple(tuple(rename[name] for name in slot) for slot in inter.slots)
+    made = object.__new__(InterScheme)
+    made.__dict__.update(state)
+    return made
 
 
 def pin_choices(pins: tuple[int, ...] | None) -> list[tuple[int, ...]]:

@@ -48,7 +48,7 @@ because segment costs add up); its layers are solved for the objective asked for
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -65,12 +65,14 @@ from kapla.space.layer.diagnose import no_scheme
 from kapla.space.network.inter import (
     Estimate,
     InterScheme,
+    alike_scheme,
     calibration,
     estimates,
     inter_schemes,
     may_fit,
     pareto,
     pin_reserve,
+    segment_kind,
 )
 from kapla.space.network.segments import SegmentPlan, schedule_order, segment_plans
 from kapla.space.problem import NoSchemeError
@@ -782,9 +784,19 @@ def _prepare(net: Network, arch: ArchSpec, layers: LayerService, objective: Obje
     reserve = reserve if pinned else 0  # buffer words per node the pinned weights take
     segsolver = SegmentSolver(net, arch, layers, strategy.variants(objective), reserve)
 
+    # segments of one kind (a deep network repeats a few blocks) are enumerated and fitted once
+    kinds: dict[Hashable, list[tuple[InterScheme, bool]]] = {}
+
     def valid(plan: SegmentPlan) -> list[tuple[InterScheme, bool]]:
-        return [(inter, may_fit(net, arch, inter, reserve))
-                for inter in inter_schemes(net, arch, plan, pinned, folded, share_inputs)]
+        kind = segment_kind(net, plan.layers)
+        known = None if kind is None else kinds.get(kind)
+        if known is not None:
+            return [(alike_scheme(inter, plan.layers), fits) for inter, fits in known]
+        found = [(inter, may_fit(net, arch, inter, reserve))
+                 for inter in inter_schemes(net, arch, plan, pinned, folded, share_inputs)]
+        if kind is not None:
+            kinds[kind] = found
+        return found
 
     # each layer alone: a single layer's segment plan is the same whether or not layers are pipelined
     alone = {name: valid(SegmentPlan((name,), ((name,),))) for name in order}
