@@ -228,12 +228,15 @@ def _likeness(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[dict, i
     return table, found
 
 
-def structure(net: Network, inter: InterScheme, arch: ArchSpec) -> Hashable:
-    """What estimating, fitting or costing ``inter`` on ``arch`` depends on besides
-    its layers' schemes, with its layers known by shape and position, not by name,
-    as one number per kind (per network and hardware): schemes of one kind whose
-    layers are solved alike cost the same (a deep network repeats a few blocks)."""
-    return _likeness(net, inter, arch)[1]
+def structure(net: Network, inter: InterScheme, arch: ArchSpec) -> tuple[object, int]:
+    """What estimating, fitting, placing or costing ``inter`` on ``arch`` depends
+    on besides its layers' schemes, with its layers known by shape and position,
+    not by name: one number per kind, and the table it is numbered in (one per
+    network and hardware, made anew when another is asked about: numbers of
+    two tables are not comparable). Schemes of one kind place their layers
+    alike, need the same layer solves by position, and cost the same when
+    those are solved alike (a deep network repeats a few blocks)."""
+    return _likeness(net, inter, arch)
 
 
 def _input_sharers(net: Network, layers: tuple[str, ...]) -> dict[str, str | None]:

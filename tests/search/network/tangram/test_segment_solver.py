@@ -11,7 +11,7 @@ from kapla.search.layer.kapla.solver import KaplaIntraSolver
 from kapla.search.network.tangram import segment_solver
 from kapla.search.network.tangram.scheduler import MAX_SEGMENT
 from kapla.search.network.tangram.segment_solver import SegmentSolver
-from kapla.space.network.inter import inter_schemes, may_fit
+from kapla.space.network.inter import estimate, inter_schemes, may_fit, placements
 from kapla.space.network.segments import segment_plans
 from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
@@ -43,7 +43,7 @@ def test_a_layer_solves_key_pickles_without_the_hash_it_keeps():
     solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
     inter = next(inter for ending in segment_plans(net, MAX_SEGMENT) for plan in ending
                  for inter in inter_schemes(net, arch, plan, pinned=False) if len(inter.layers) > 1)
-    keys = {solver._key(inter, place) for place in solver.placements(inter).values()}
+    keys = set(solver._kind(inter)[2])
     assert all("_hash" in key.__dict__ for key in keys)
     back = [pickle.loads(pickle.dumps(key)) for key in keys]
     assert all("_hash" not in key.__dict__ for key in back)
@@ -60,7 +60,7 @@ def test_a_layer_solves_key_is_one_object_whichever_segment_asks():
     arch = load_arch("multinode_4x4")
     net = get_network("mlp_m", 16)
     solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
-    keys = [solver._key(inter, place) for inter in _schemes(net, arch) for place in solver.placements(inter).values()]
+    keys = [key for inter in _schemes(net, arch) for key in solver._kind(inter)[2]]
     distinct = {id(key) for key in keys}
     assert len(distinct) == len(set(keys)) < len(keys)
 
@@ -95,7 +95,7 @@ def test_schemes_are_costed_the_moment_their_last_layer_solve_arrives():
     service.solve(solver.jobs(schemes), done=done, meanwhile=meanwhile)
     assert set(costed_at) == set(schemes)  # every one costed, none left to the plan
     for inter in schemes:
-        needs = {solver._key(inter, place) for place in solver.placements(inter).values()} & set(arrived)
+        needs = set(solver._kind(inter)[2]) & set(arrived)
         # at once, not before: those waiting for no solve as the workers start
         assert costed_at[inter] == (max(arrived.index(key) for key in needs) + 1 if needs else 0)
     # the same costs as a solver that costs each when asked, after all its solves
@@ -135,3 +135,32 @@ def test_segments_alike_but_for_their_names_are_evaluated_once_and_cost_what_eac
         assert cost == alone  # the layers' costs too, under their own names
         assert [c.layer for c in cost.layers.values()] == list(segment.layers)
         assert pickle.loads(pickle.dumps(cost)) == alone
+
+
+def test_schemes_of_one_kind_share_placements_and_solve_keys_by_position_named_each_its_own():
+    # worked out for the first scheme of a kind, renamed for the others: each must be its own
+    arch = load_arch("multinode_4x4")
+    b = NetworkBuilder("blocks", batch=4)
+    x = b.input("x", 16, 8)
+    for i in range(4):  # blocks of two siblings reading one fmap, joined
+        y = b.conv(f"c{i}", x, 16, 3, pad=1)
+        x = b.eltwise(f"add{i}", [b.conv(f"e{i}", x, 16, 1), b.conv(f"d{i}", y, 16, 1)])
+    net = b.build(training=True)
+    schemes = _schemes(net, arch)
+    assert any(p.shares_input_of for inter in schemes for p in placements(net, arch, inter).values())
+    solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
+    fresh = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
+    for inter in schemes:
+        places = placements(net, arch, inter)
+        assert solver.placements(inter) == places
+        assert list(solver.placements(inter)) == list(places)
+        assert solver._kind(inter)[2] == tuple(fresh._make_key(inter, place) for place in places.values())
+    assert len(solver._kinds) < len(schemes) / 2
+    # the kinds are numbered per network and hardware: asking about others meanwhile renumbers them
+    other = load_arch("multinode")
+    assert estimate(net, other, schemes[-1]) is not None
+    for inter in schemes[::-1]:  # numbered anew in another order
+        solver._places.clear()
+        assert solver.placements(inter) == placements(net, arch, inter)
+        assert solver._kind(inter)[2] == tuple(fresh._make_key(inter, place)
+                                               for place in placements(net, arch, inter).values())

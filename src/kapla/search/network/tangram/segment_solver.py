@@ -125,7 +125,12 @@ class SegmentSolver:
     #: what costing the segments works out once for them all (:func:`evaluate_segment`)
     memo: SegmentMemo = field(default_factory=SegmentMemo)
     _places: dict[InterScheme, dict[str, LayerPlacement]] = field(default_factory=dict)
-    _keys: dict[tuple[InterScheme, str], LayerKey] = field(default_factory=dict)
+    #: per kind of scheme (:func:`~kapla.space.network.inter.structure`): one scheme of it, its
+    #: placements and its layer solves' keys by position, which the others of that kind share
+    #: (ResNet-1001 on ``edge``: 3,300 segments costed, 100 kinds); and the table numbering the kinds
+    _kinds: dict[int, tuple[InterScheme, dict[str, LayerPlacement], tuple[LayerKey, ...]]] = field(
+        default_factory=dict)
+    _kinds_table: object = None
     #: one object per distinct key: the caches it is looked up in then find it by identity, not by
     #: comparing its layer field by field (ResNet-1001: 90 % of the lookups)
     _interned: dict[LayerKey, LayerKey] = field(default_factory=dict)
@@ -151,8 +156,8 @@ class SegmentSolver:
         schemes = {}
         solves = []
         found = None
-        for name in inter.layers:
-            known = self._layer(inter, places[name], objective)
+        for name, key in zip(inter.layers, self._kind(inter)[2], strict=True):
+            known = self._layer(inter, key, name, objective)
             if known is None:
                 break
             solves.append(known[0])
@@ -169,7 +174,8 @@ class SegmentSolver:
         (:func:`~kapla.space.network.inter.structure`) whose layers have the very same
         solves cost the same: each such kind is evaluated once (ResNet-1001 on
         ``edge``: 100 kinds among 3,300 segments)."""
-        key = (structure(self.net, inter, self.arch), tuple(map(id, solves)))
+        key = (structure(self.net, inter, self.arch)[1], tuple(map(id, solves)))
+        self._kind(inter)  # (the numbers are of the table the kinds are kept for)
         known = self._alike.get(key)
         if known is None:
             cost = evaluate_segment(segment, self.arch, self.memo)
@@ -235,17 +241,34 @@ class SegmentSolver:
 
     def unsolved(self, inter: InterScheme) -> Iterator[LayerKey]:
         """The keys of the scheme's layer solves not made yet for some objective, in its layers' order."""
-        for place in self.placements(inter).values():
-            key = self._key(inter, place)
+        for key in self._kind(inter)[2]:
             if self._missing(key):
                 yield key
 
     def placements(self, inter: InterScheme) -> dict[str, LayerPlacement]:
-        """Where the scheme's layers run and where their data come from and go to (worked out once)."""
+        """Where the scheme's layers run and where their data come from and go to (worked out once
+        per kind of scheme, and named for each of that kind)."""
         places = self._places.get(inter)
         if places is None:
-            places = self._places[inter] = placements(self.net, self.arch, inter)
+            first, known, _ = self._kind(inter)
+            places = self._places[inter] = known if first.layers == inter.layers else _renamed(
+                known, dict(zip(first.layers, inter.layers, strict=True)))
         return places
+
+    def _kind(self, inter: InterScheme) -> tuple[InterScheme, dict[str, LayerPlacement], tuple[LayerKey, ...]]:
+        """The first scheme seen of ``inter``'s kind, its placements and its layer solves' keys by position."""
+        table, like = structure(self.net, inter, self.arch)
+        if table is not self._kinds_table:
+            # numbered in another table (another network or hardware was asked about meanwhile)
+            self._kinds_table = table
+            self._kinds.clear()
+            self._alike.clear()
+        kind = self._kinds.get(like)
+        if kind is None:
+            places = placements(self.net, self.arch, inter)
+            made = [self._make_key(inter, place) for place in places.values()]
+            kind = self._kinds[like] = (inter, places, tuple(self._interned.setdefault(k, k) for k in made))
+        return kind
 
     def layers_solved(self) -> int:
         """Layer solves done (each layer once, whatever the objectives)."""
@@ -262,14 +285,6 @@ class SegmentSolver:
         if not missing:
             self._whole.add(key)
         return missing
-
-    def _key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
-        """What the layer's scheme depends on in this segment (worked out once)."""
-        key = self._keys.get((inter, place.layer))
-        if key is None:
-            made = self._make_key(inter, place)
-            key = self._keys[(inter, place.layer)] = self._interned.setdefault(made, made)
-        return key
 
     def _make_key(self, inter: InterScheme, place: LayerPlacement) -> LayerKey:
         layer = self.net[place.layer]
@@ -291,11 +306,10 @@ class SegmentSolver:
                          pinned=feed.pinned, dram_hops=feed.dram_hops, ifm_share=feed.ifm_share)
         return LayerKey(shape_key(layer), self.net.batch // inter.groups, place.region.shape, canonical, reserve)
 
-    def _layer(self, inter: InterScheme, place: LayerPlacement, objective: str
+    def _layer(self, inter: InterScheme, key: LayerKey, name: str, objective: str
                ) -> tuple[LayerScheme, LayerScheme] | None:
-        """The layer's solve for ``objective`` (streamed as it is costed), and its
-        scheme in the segment; None if it has none."""
-        key = self._key(inter, place)
+        """Layer ``name``'s solve ``key`` for ``objective`` (streamed as it is costed),
+        and its scheme in the segment; None if it has none."""
         missing = self._missing(key)
         if objective in missing:
             self.layers.solve({key: (key.problem(self.arch, objective), missing)})
@@ -307,10 +321,10 @@ class SegmentSolver:
         # network's segments share most of their layers' solves, and equal schemes
         # that are the same object compare at once (:meth:`_same`, the variants).
         # Keyed by the solve's identity: the value keeps it alive.
-        at = (place.layer, id(generic), inter.groups)
+        at = (name, id(generic), inter.groups)
         known = self._in_segment.get(at)
         if known is None:
-            known = self._in_segment[at] = (generic, scheme_in_segment(self.net, place.layer, generic, inter.groups))
+            known = self._in_segment[at] = (generic, scheme_in_segment(self.net, name, generic, inter.groups))
         return known
 
     def _streamed(self, key: LayerKey, generic: LayerScheme, objective: str, groups: int) -> LayerScheme:
@@ -337,3 +351,16 @@ class SegmentSolver:
         if known is None:
             known = self._bypassed[(id(generic), kinds)] = (generic, with_bypass(generic, self.arch, kinds))
         return known[1]
+
+
+def _renamed(places: dict[str, LayerPlacement], rename: dict[str, str]) -> dict[str, LayerPlacement]:
+    """The placements of a segment of the same kind, its layers named by position (``rename``)."""
+    out = {}
+    for name, place in places.items():
+        # a copy, not made anew: its fields were checked when the first was
+        made = object.__new__(LayerPlacement)
+        made.__dict__.update(place.__dict__, layer=rename[name],
+                             onchip_inputs=tuple(rename[p] for p in place.onchip_inputs),
+                             shares_input_of=None if place.shares_input_of is None else rename[place.shares_input_of])
+        out[rename[name]] = made
+    return out
