@@ -434,3 +434,48 @@ def test_segments_whose_layers_read_one_fmap_or_two_from_dram_are_not_of_one_kin
     shared = [s for s in inter_schemes(net, SMALL, plan(net, *first), False) if s.share_inputs]
     assert shared and placements(net, SMALL, shared[0])["b1"].shares_input_of == "a1"
     assert not any(s.share_inputs for s in inter_schemes(net, SMALL, plan(net, *second), False))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans(), st.sampled_from([16, 32])),
+                min_size=2, max_size=5),
+       st.lists(st.booleans(), min_size=3, max_size=3), st.booleans())
+def test_segments_of_one_kind_in_random_networks_have_the_schemes_and_flow_of_the_first_renamed(block, taps, training):
+    # a block of layers wired at random (fcs of two widths, additions joining two fmaps of one
+    # width), repeated three times, some blocks' layers also read at the end: segments alike in
+    # shape but not in where their data come from or go must not be taken for one kind
+    b = NetworkBuilder("random", 4)
+    x = b.fc("stem", b.input("x", 16), 16)
+    tapped = []
+    for n, tap in enumerate(taps):
+        local = [x]
+        for i, (p, q, join, width) in enumerate(block):
+            a, c = local[p % len(local)], local[q % len(local)]
+            if join and a != c and b.shape_of(a) == b.shape_of(c):
+                local.append(b.eltwise(f"add{n}_{i}", [a, c]))
+            else:
+                local.append(b.fc(f"fc{n}_{i}", a, width))
+        if tap:
+            tapped.append(b.fc(f"tap{n}", local[1], 16))
+        x = b.fc(f"out{n}", local[-1], 16)
+    if tapped:
+        b.eltwise("taps", tapped + [x] if len(tapped) > 1 else [tapped[0], x])
+    net = b.build(training=training)
+    first: dict = {}
+    for ending in segment_plans(net, 5):
+        for p in ending:
+            fresh = [(s, may_fit(net, SMALL, s, 100)) for s in inter_schemes(net, SMALL, p, False)]
+            kind = segment_kind(net, p.layers)
+            if kind is None:
+                continue
+            known = first.setdefault(kind, (p, fresh))
+            if known[0] is p:
+                continue
+            rename = dict(zip(known[0].layers, p.layers, strict=True))
+            assert [(alike_scheme(s, p.layers), fits) for s, fits in known[1]] == fresh
+            for (theirs, _), (template, _) in zip(fresh, known[1], strict=True):
+                was = placements(net, SMALL, template)
+                assert {rename[n]: rename_place(pl, rename) for n, pl in was.items()} == \
+                    placements(net, SMALL, theirs)
+                assert estimate(net, SMALL, alike_scheme(template, p.layers), 100) == \
+                    _estimate(net, SMALL, theirs, 100, None)
