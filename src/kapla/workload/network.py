@@ -231,18 +231,10 @@ def _validate(net: Network) -> None:
 
 
 def _check_acyclic(net: Network, layers: Mapping[str, Layer]) -> None:
-    g = nx.DiGraph()
-    g.add_nodes_from(layers)
-    g.add_edges_from((e.src, e.dst) for e in net.edges if e.src in layers)
-    try:
-        cycle = nx.find_cycle(g)
-    except nx.NetworkXNoCycle:
-        pass
-    else:
-        path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
-        raise NetworkError(f"network '{net.name}': cycle {path}")
-    # Layers must also be listed in a topological order, so every pass over
-    # ``net.layers`` sees producers before consumers.
+    # Layers must be listed in a topological order, so every pass over
+    # ``net.layers`` sees producers before consumers. A network so listed has no
+    # cycle; one that is not is searched for a cycle first, the clearer error
+    # (a search over every edge: a tenth of building ResNet-1001's training DAG).
     seen: set[str] = set(net.inputs)
     pending: dict[str, set[str]] = {e.dst: set() for e in net.edges}
     for e in net.edges:
@@ -250,9 +242,22 @@ def _check_acyclic(net: Network, layers: Mapping[str, Layer]) -> None:
     for layer in net.layers:
         missing = pending.get(layer.name, set()) - seen
         if missing:
+            _check_no_cycle(net, layers)
             raise NetworkError(
                 f"network '{net.name}': layer '{layer.name}' is listed before its input(s) {sorted(missing)}")
         seen.add(layer.name)
+
+
+def _check_no_cycle(net: Network, layers: Mapping[str, Layer]) -> None:
+    g = nx.DiGraph()
+    g.add_nodes_from(layers)
+    g.add_edges_from((e.src, e.dst) for e in net.edges if e.src in layers)
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        return
+    path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+    raise NetworkError(f"network '{net.name}': cycle {path}")
 
 
 def _slice(shape: FmapShape, e: Edge, consumer: str) -> FmapShape:
