@@ -11,6 +11,8 @@
   never pickled: strings hash differently in another process. A class takes
   them as ``__hash__ = kept_hash`` and ``__getstate__ = without_kept_hash`` in
   its own body (``dataclass`` replaces a ``__hash__`` it only inherits).
+  :func:`copied` makes such an object with a few fields changed without its
+  kept hash.
 """
 
 from __future__ import annotations
@@ -47,4 +49,14 @@ def without_kept_hash(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in obj.__dict__.items() if k != "_hash"}
 
 
-__all__ = ["IdentityMemo", "kept_hash", "without_kept_hash"]
+def copied(obj: Any, **changes: Any) -> Any:
+    """A copy of frozen dataclass ``obj`` with ``changes`` to its fields, made without
+    checking them again (they were checked when ``obj`` was: a search renames
+    thousands of layers, schemes and placements) and without the hash kept on ``obj``."""
+    made = object.__new__(type(obj))
+    made.__dict__.update(obj.__dict__, **changes)
+    made.__dict__.pop("_hash", None)
+    return made
+
+
+__all__ = ["IdentityMemo", "copied", "kept_hash", "without_kept_hash"]

@@ -18,7 +18,7 @@ from kapla.scheduling.registry import accepted_options, make_solver
 from kapla.scheduling.store import LayerStore
 from kapla.scheduling.workers import check_jobs, worker_pool
 from kapla.search.base import IntraSolver, NetworkScheduler, NetworkTask, Progress
-from kapla.search.result import ScheduleResult, StoreUse
+from kapla.search.result import LayerResult, ScheduleResult, StoreUse
 from kapla.space.options import SearchOptions
 from kapla.workload.network import Network
 
@@ -59,11 +59,14 @@ def run_parts(net: Network, arch: ArchSpec, scheduler: NetworkScheduler, layer_s
                                               preload=(type(layer_solver).__module__,)) as pool:
         service = LayerService(layer_solver, arch, pool, store)
         result = scheduler.schedule(NetworkTask(net, arch, obj, progress, start), service)
-    # what the layer solver reported of its own for each scheme used (a MIP's status, gap and objective);
-    # a layer with nothing to add is kept as it is (ResNet-1001: 1,338 layers, most solvers report nothing)
-    result = replace(result, layers=tuple(
-        lr if details == lr.solver_details else replace(lr, solver_details=details)
-        for lr, details in ((lr, service.details_of(lr.scheme)) for lr in result.layers)))
+
+    def reported(lr: LayerResult) -> LayerResult:
+        # what the layer solver reported of its own for the scheme (a MIP's status, gap and objective);
+        # a layer with nothing to add is kept as it is (ResNet-1001: 1,338 layers, most solvers report nothing)
+        details = service.details_of(lr.scheme)
+        return lr if details == lr.solver_details else replace(lr, solver_details=details)
+
+    result = replace(result, layers=tuple(map(reported, result.layers)))
     if store is not None:
         result = replace(result, store=StoreUse(str(store.path), service.reused, service.new))
     return result

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from kapla.errors import NetworkError
-from kapla.memo import kept_hash, without_kept_hash
+from kapla.memo import copied, kept_hash, without_kept_hash
 from kapla.workload.limits import MAX_SIZE
 
 
@@ -501,7 +501,5 @@ def shape_key(layer: Layer) -> Layer:
     (the key of a layer solve, and of a layer's cost in a segment)."""
     # a copy of its fields, not made anew: they were checked when the layer was
     # (a deep network's thousands of layers took a tenth of a second more)
-    key = object.__new__(Layer)
-    key.__dict__.update(layer.__dict__, name="_", forward=None)
-    key.__dict__.pop("_hash", None)
+    key: Layer = copied(layer, name="_", forward=None)
     return key

@@ -32,7 +32,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme, LevelScheme, Loop
 from kapla.dataflow.segment import AnyRegion, LayerPlacement, Region, layout_of
 from kapla.dataflow.tensors import Kind, footprint, layer_dims, tensor_roles
-from kapla.memo import IdentityMemo, kept_hash, without_kept_hash
+from kapla.memo import IdentityMemo, copied, kept_hash, without_kept_hash
 from kapla.model.evaluate import STATIC, Feed
 from kapla.model.hardware import node_buffer_words, node_level, word_energy
 from kapla.model.segment import (
@@ -416,12 +416,8 @@ def alike_scheme(inter: InterScheme, layers: tuple[str, ...]) -> InterScheme:
     Made as a copy: its structure key (:func:`structure`) is the same and is
     kept; its hash is not."""
     rename = dict(zip(inter.layers, layers, strict=True))
-    state = dict(inter.__dict__)
-    state.pop("_hash", None)
-    state["layers"] = layers
-    state["slots"] = tuple(tuple(rename[name] for name in slot) for slot in inter.slots)
-    made = object.__new__(InterScheme)
-    made.__dict__.update(state)
+    made: InterScheme = copied(inter, layers=layers,
+                               slots=tuple(tuple(rename[name] for name in slot) for slot in inter.slots))
     return made
 
 

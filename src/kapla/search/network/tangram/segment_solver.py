@@ -22,7 +22,7 @@ from kapla.arch.spec import ArchSpec
 from kapla.dataflow.directives import LayerScheme
 from kapla.dataflow.segment import LayerPlacement, SegmentScheme
 from kapla.dataflow.tensors import Kind
-from kapla.memo import kept_hash, without_kept_hash
+from kapla.memo import copied, kept_hash, without_kept_hash
 from kapla.model.evaluate import Feed
 from kapla.model.hardware import with_node_reserve
 from kapla.model.segment import SegmentCost, SegmentMemo, block_arch, costed_like, evaluate_segment, forwarded_words
@@ -144,7 +144,7 @@ class SegmentSolver:
     #: a layer solve's scheme with its node level bypassing some tensors (one object each)
     _bypassed: dict[tuple[int, frozenset[Kind]], tuple[LayerScheme, LayerScheme]] = field(default_factory=dict)
     #: per structure and layer solves, a segment's cost (None: invalid), and those solves (:meth:`_costed`)
-    _alike: dict[tuple[Hashable, tuple[int, ...]], tuple[SegmentCost | None, list[LayerScheme]]] = field(
+    _alike: dict[tuple[int, tuple[int, ...]], tuple[SegmentCost | None, list[LayerScheme]]] = field(
         default_factory=dict)
 
     def solve(self, inter: InterScheme, objective: str) -> Found | None:
@@ -174,8 +174,7 @@ class SegmentSolver:
         (:func:`~kapla.space.network.inter.structure`) whose layers have the very same
         solves cost the same: each such kind is evaluated once (ResNet-1001 on
         ``edge``: 100 kinds among 3,300 segments)."""
-        key = (structure(self.net, inter, self.arch)[1], tuple(map(id, solves)))
-        self._kind(inter)  # (the numbers are of the table the kinds are kept for)
+        key = (self._number(inter), tuple(map(id, solves)))
         known = self._alike.get(key)
         if known is None:
             cost = evaluate_segment(segment, self.arch, self.memo)
@@ -257,18 +256,24 @@ class SegmentSolver:
 
     def _kind(self, inter: InterScheme) -> tuple[InterScheme, dict[str, LayerPlacement], tuple[LayerKey, ...]]:
         """The first scheme seen of ``inter``'s kind, its placements and its layer solves' keys by position."""
-        table, like = structure(self.net, inter, self.arch)
-        if table is not self._kinds_table:
-            # numbered in another table (another network or hardware was asked about meanwhile)
-            self._kinds_table = table
-            self._kinds.clear()
-            self._alike.clear()
+        like = self._number(inter)
         kind = self._kinds.get(like)
         if kind is None:
             places = placements(self.net, self.arch, inter)
             made = [self._make_key(inter, place) for place in places.values()]
             kind = self._kinds[like] = (inter, places, tuple(self._interned.setdefault(k, k) for k in made))
         return kind
+
+    def _number(self, inter: InterScheme) -> int:
+        """``inter``'s kind (:func:`~kapla.space.network.inter.structure`); what is kept
+        by kind is dropped when the kinds are numbered in another table (another
+        network or hardware was asked about meanwhile)."""
+        table, like = structure(self.net, inter, self.arch)
+        if table is not self._kinds_table:
+            self._kinds_table = table
+            self._kinds.clear()
+            self._alike.clear()
+        return like
 
     def layers_solved(self) -> int:
         """Layer solves done (each layer once, whatever the objectives)."""
@@ -355,12 +360,11 @@ class SegmentSolver:
 
 def _renamed(places: dict[str, LayerPlacement], rename: dict[str, str]) -> dict[str, LayerPlacement]:
     """The placements of a segment of the same kind, its layers named by position (``rename``)."""
-    out = {}
-    for name, place in places.items():
-        # a copy, not made anew: its fields were checked when the first was
-        made = object.__new__(LayerPlacement)
-        made.__dict__.update(place.__dict__, layer=rename[name],
-                             onchip_inputs=tuple(rename[p] for p in place.onchip_inputs),
-                             shares_input_of=None if place.shares_input_of is None else rename[place.shares_input_of])
-        out[rename[name]] = made
-    return out
+    def named(place: LayerPlacement) -> LayerPlacement:
+        sharer = place.shares_input_of
+        made: LayerPlacement = copied(place, layer=rename[place.layer],
+                                      onchip_inputs=tuple(rename[p] for p in place.onchip_inputs),
+                                      shares_input_of=None if sharer is None else rename[sharer])
+        return made
+
+    return {rename[name]: named(place) for name, place in places.items()}
