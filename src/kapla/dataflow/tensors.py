@@ -125,9 +125,11 @@ def ifm_extents(block: np.ndarray, layer: Layer) -> tuple[np.ndarray, np.ndarray
     return rows, cols
 
 
-def footprints(block: np.ndarray, layer: Layer, kinds=tuple(Kind)) -> dict[Kind, np.ndarray]:
+def footprints(block: np.ndarray, layer: Layer, kinds=tuple(Kind),
+               extents: tuple[np.ndarray, np.ndarray] | None = None) -> dict[Kind, np.ndarray]:
     """Elements of each kind touched by each block of a ``(..., 8)`` integer array
-    of loop extents (columns in :data:`DIMS` order): the one footprint rule."""
+    of loop extents (columns in :data:`DIMS` order): the one footprint rule.
+    ``extents``: the blocks' :func:`ifm_extents`, where the caller has them already."""
     col = DIM_INDEX
     g = block[..., col["G"]]
     out = {}
@@ -137,7 +139,7 @@ def footprints(block: np.ndarray, layer: Layer, kinds=tuple(Kind)) -> dict[Kind,
         elif kind == Kind.OFM:
             out[kind] = block[..., col["N"]] * g * block[..., col["K"]] * block[..., col["Y"]] * block[..., col["X"]]
         else:
-            rows, cols = ifm_extents(block, layer)
+            rows, cols = ifm_extents(block, layer) if extents is None else extents
             out[kind] = block[..., col["N"]] * g * block[..., col["C"]] * rows * cols
     return out
 

@@ -118,11 +118,11 @@ class _Blocks:
         if key not in self.cache:
             n = self.nests
             block = n.tiles[child] if upto is None else n.group(child, upto)
-            fp = footprints(block, n.layer, self.kinds)
-            rows = cols = None
+            rows = cols = extents = None
             if Kind.IFM in self.kinds:
-                r, c = ifm_extents(block, n.layer)
-                rows, cols = r[n.rows], c[n.rows]
+                extents = ifm_extents(block, n.layer)
+                rows, cols = extents[0][n.rows], extents[1][n.rows]
+            fp = footprints(block, n.layer, self.kinds, extents)
             self.cache[key] = ({k: v[n.rows] for k, v in fp.items()}, rows, cols)
         return self.cache[key]
 

@@ -3,6 +3,9 @@ ones each segment's own evaluation gives."""
 
 import pickle
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kapla.arch import load_arch
 from kapla.model.objective import OBJECTIVES
 from kapla.model.segment import evaluate_segment
@@ -164,3 +167,60 @@ def test_schemes_of_one_kind_share_placements_and_solve_keys_by_position_named_e
         assert solver.placements(inter) == placements(net, arch, inter)
         assert solver._kind(inter)[2] == tuple(fresh._make_key(inter, place)
                                                for place in placements(net, arch, inter).values())
+
+
+def _totals(variants):
+    return [(objective, cost.total_energy, cost.time, cost.valid) for objective, cost in variants]
+
+
+def _costs_match_own_variants(net, arch):
+    # one solver asked for costs only (alike segments take their kind's first), one asked for
+    # each segment's own variants: every segment's objectives and totals agree, in either order
+    schemes = _schemes(net, arch)
+    service = LayerService(KaplaIntraSolver(), arch)
+    cheap = SegmentSolver(net, arch, service, OBJECTIVES)
+    own = SegmentSolver(net, arch, service, OBJECTIVES)
+    for inter in schemes:
+        assert _totals(cheap.costs(inter)) == _totals((o, f[1]) for o, f in own.variants(inter))
+        assert cheap.is_solved(inter)
+    for inter in schemes[::-1]:
+        assert _totals(cheap.costs(inter)) == _totals((o, f[1]) for o, f in cheap.variants(inter))
+    return len(schemes), len(cheap._kinds)
+
+
+def test_a_segment_of_a_kind_seen_before_costs_what_its_own_variants_cost():
+    # its schemes are made only when asked for: its costs are its kind's first's
+    arch = load_arch("multinode_4x4")
+    b = NetworkBuilder("blocks", batch=4)
+    x = b.input("x", 16, 8)
+    for i in range(4):  # blocks of two siblings reading one fmap, joined
+        y = b.conv(f"c{i}", x, 16, 3, pad=1)
+        x = b.eltwise(f"add{i}", [b.conv(f"e{i}", x, 16, 1), b.conv(f"d{i}", y, 16, 1)])
+    for training in (False, True):
+        schemes, kinds = _costs_match_own_variants(b.build(training=training), arch)
+        assert kinds < schemes / 2
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.booleans(), st.sampled_from([16, 32])),
+                min_size=2, max_size=4),
+       st.lists(st.booleans(), min_size=3, max_size=3))
+def test_segments_of_random_repeated_blocks_cost_what_their_own_variants_cost(block, taps):
+    # a randomly wired block repeated three times, some blocks tapped at the end
+    b = NetworkBuilder("random", 4)
+    x = b.fc("stem", b.input("x", 16), 16)
+    tapped = []
+    for n, tap in enumerate(taps):
+        local = [x]
+        for i, (p, q, join, width) in enumerate(block):
+            a, c = local[p % len(local)], local[q % len(local)]
+            if join and a != c and b.shape_of(a) == b.shape_of(c):
+                local.append(b.eltwise(f"add{n}_{i}", [a, c]))
+            else:
+                local.append(b.fc(f"fc{n}_{i}", a, width))
+        if tap:
+            tapped.append(b.fc(f"tap{n}", local[1], 16))
+        x = b.fc(f"out{n}", local[-1], 16)
+    if tapped:
+        b.eltwise("taps", tapped + [x] if len(tapped) > 1 else [tapped[0], x])
+    _costs_match_own_variants(b.build(), load_arch("multinode_4x4"))

@@ -142,9 +142,9 @@ def sum_costs(costs: Iterable[Cost]) -> Cost:
     return total
 
 
-def segment_cost(found: tuple[SegmentScheme, SegmentCost]) -> Cost:
-    """A solved segment's energy and time, as a schedule reports them (whole cycles)."""
-    return (found[1].total_energy, float(cycles(found[1].time)))
+def cost_of(cost: SegmentCost) -> Cost:
+    """A segment cost's energy and time, as a schedule reports them (whole cycles)."""
+    return (cost.total_energy, float(cycles(cost.time)))
 
 
 def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: float | None = None
@@ -407,12 +407,12 @@ class KaplaStrategy:
         scale = {}
         yield list(search.singles)
         for n, inter in enumerate(search.singles):
-            variants = segsolver.variants(inter)
+            variants = segsolver.costs(inter)
             if not variants:
                 raise no_scheme(net[inter.layers[0]], net.batch, arch)
             stats.solved += 1
             # the first variant's cost, whatever the objective: estimates must not depend on it
-            scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1][1], search.reserve)
+            scale[inter.layers[0]] = calibration(net, arch, inter, variants[0][1], search.reserve)
             if search.progress is not None:
                 search.progress("solving layers", n + 1, len(search.singles))
         found = estimates(net, arch, (inter for _, _, inter in search.schemes), search.reserve, scale)
@@ -458,7 +458,7 @@ class KaplaStrategy:
                 # first round would find it solved); asking only for the former spares hashing
                 # every scheme (ResNet-1001: 27,000)
                 if len(inter.layers) == 1 and segsolver.is_solved(inter):
-                    entries.extend(_solved_options(i, inter, segsolver.variants(inter)))
+                    entries.extend(_solved_options(i, inter, segsolver.costs(inter)))
                 else:
                     entries.append((i, (inter, None), (est.energy, est.time)))
         return options
@@ -493,7 +493,7 @@ class KaplaStrategy:
                     search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
                 entries = options[order.index(inter.layers[-1])]
                 k = next(k for k, e in enumerate(entries) if e[1] == (inter, None))
-                entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.variants(inter))
+                entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.costs(inter))
             if search.interrupted:
                 search.stopped = (f"interrupted; the best schedule of the {search.stats.solved} inter-layer schemes "
                                   f"solved in {round_ + 1} of at most {self.rounds} rounds")
@@ -503,8 +503,9 @@ class KaplaStrategy:
         return _union(*(_top_chains(order, known, self.top_k, *rank) for rank in ranks))
 
 
-def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, Found]]) -> list[tuple[int, Step, Cost]]:
-    return [(start, (inter, objective), segment_cost(found)) for objective, found in variants]
+def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, SegmentCost]]
+                    ) -> list[tuple[int, Step, Cost]]:
+    return [(start, (inter, objective), cost_of(cost)) for objective, cost in variants]
 
 
 def _layerwise(singles: tuple[InterScheme, ...], segsolver: SegmentSolver) -> list[_Chain]:
@@ -515,10 +516,10 @@ def _layerwise(singles: tuple[InterScheme, ...], segsolver: SegmentSolver) -> li
         steps: list[Step] = []
         costs = []
         for inter in singles:
-            valid = dict(segsolver.variants(inter))
+            valid = dict(segsolver.costs(inter))
             variant = objective if objective in valid else next(iter(valid))
             steps.append((inter, variant))
-            costs.append(segment_cost(valid[variant]))
+            costs.append(cost_of(valid[variant]))
         chains.append(_Chain(sum_costs(costs), tuple(steps)))
     return _union(chains)
 
@@ -581,7 +582,7 @@ class ExhaustiveStrategy:
                     break
                 if not segsolver.solved(inter):
                     continue
-            variants = segsolver.variants(inter)
+            variants = segsolver.costs(inter)
             search.stats.solved += 1
             if search.progress is not None and stop is None:
                 search.progress("costing segments", n + 1, len(schemes))
@@ -829,18 +830,21 @@ def _prepare(net: Network, arch: ArchSpec, layers: LayerService, objective: Obje
 def _best(search: Search, chains: list[_Chain]) -> _Best:
     """The best of ``chains`` whose segments are all valid, by the search's objective."""
     net, arch, objective, segsolver = search.net, search.arch, search.objective, search.segsolver
-    best: _Best | None = None
+    best: tuple[Key, tuple[Step, ...]] | None = None
     for chain in chains:
-        found = [segsolver.solve(inter, variant) for inter, variant in chain.steps if variant is not None]
-        results = [r for r in found if r is not None]
-        if len(results) < len(chain.steps):
+        # ranked by their costs; only the best chain's segments are made (a deep network's chains
+        # hold thousands of segments of a few kinds, :meth:`SegmentSolver.costs`)
+        costs = [dict(segsolver.costs(inter)).get(variant) for inter, variant in chain.steps if variant is not None]
+        if len(costs) < len(chain.steps) or any(cost is None for cost in costs):
             continue
-        key = objective.key(*sum_costs(segment_cost(r) for r in results))
+        key = objective.key(*sum_costs(cost_of(cost) for cost in costs if cost is not None))
         if best is None or key < best[0]:
-            best = (key, chain.steps, results)
+            best = (key, chain.steps)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
         raise KaplaError(f"no valid schedule of '{net.name}' on '{arch.name}'")
-    return best
+    results = [segsolver.solve(inter, variant) for inter, variant in best[1] if variant is not None]
+    assert all(r is not None for r in results)  # its variants are valid ones
+    return best[0], best[1], [r for r in results if r is not None]
 
 
 def _pipelining(arch: ArchSpec) -> bool:
