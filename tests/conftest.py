@@ -86,3 +86,34 @@ def small_layers(draw, c: int = 24, h: tuple[int, int] = (1, 14), k: int = 40, s
     groups = channels if kind == "dw" else 1
     out = channels if kind == "dw" else draw(st.integers(1, k))
     return Layer("L", Op.CONV, c=channels, k=out, h=rows, w=rows, s=size, r=size, stride=(step, step), groups=groups)
+
+
+#: A block of layers wired at random, for :func:`repeated_blocks`: per layer, two earlier layers of
+#: the block (indices, taken modulo), whether to join them and the width of an fc otherwise
+random_block = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans(), st.sampled_from([16, 32])),
+                        min_size=2, max_size=5)
+
+
+def repeated_blocks(block, taps, training: bool = False):
+    """A network of ``block`` (:data:`random_block`: fcs of two widths, additions joining two
+    fmaps of one width) repeated once per entry of ``taps``, the blocks whose entry is true also
+    read at the end: segments alike in shape but not in where their data come from or go."""
+    from kapla.workload.network import NetworkBuilder
+
+    b = NetworkBuilder("random", 4)
+    x = b.fc("stem", b.input("x", 16), 16)
+    tapped = []
+    for n, tap in enumerate(taps):
+        local = [x]
+        for i, (p, q, join, width) in enumerate(block):
+            a, c = local[p % len(local)], local[q % len(local)]
+            if join and a != c and b.shape_of(a) == b.shape_of(c):
+                local.append(b.eltwise(f"add{n}_{i}", [a, c]))
+            else:
+                local.append(b.fc(f"fc{n}_{i}", a, width))
+        if tap:
+            tapped.append(b.fc(f"tap{n}", local[1], 16))
+        x = b.fc(f"out{n}", local[-1], 16)
+    if tapped:
+        b.eltwise("taps", tapped + [x] if len(tapped) > 1 else [tapped[0], x])
+    return b.build(training=training)

@@ -36,10 +36,10 @@ class IdentityMemo:
 
 
 def kept_hash(obj: Any) -> int:
-    """The hash of a frozen dataclass's fields, worked out on the first call and kept."""
+    """The hash of a frozen dataclass's fields (those it compares), worked out on the first call and kept."""
     known = obj.__dict__.get("_hash")
     if known is None:
-        known = hash(tuple(getattr(obj, f.name) for f in fields(obj)))
+        known = hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.compare))
         object.__setattr__(obj, "_hash", known)
     return known
 

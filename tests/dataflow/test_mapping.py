@@ -1,8 +1,13 @@
 import math
+import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kapla.dataflow.mapping import PeMapping, fold, pe_mappings, streamed_rows
+import kapla.dataflow.mapping as mapping_module
+from kapla.dataflow.directives import Loop, Stack
+from kapla.dataflow.mapping import PeMapping, fold, pe_mappings, row_stationary, streamed_rows
 from kapla.errors import ArchError
 from kapla.workload.zoo import get_network
 
@@ -90,3 +95,41 @@ def test_streamed_rows_take_the_output_rows_into_the_unit_and_cover_the_same(nam
 def test_a_mapping_without_row_loops_is_not_streamed():
     m = PeMapping("row_stationary", (("R", 3),), (), ())
     assert streamed_rows(m) is m
+
+
+_EXTENT = st.integers(1, 40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.fixed_dictionaries({d: _EXTENT for d in "NCKYXSR"}), st.fixed_dictionaries({d: _EXTENT for d in "NCK"}),
+       st.sampled_from([(8, 8), (12, 14), (16, 16), (4, 32)]), st.booleans())
+def test_row_stationary_mappings_of_alike_blocks_replicate_each_as_far_as_it_allows(block, other, array, streamed):
+    # blocks of a layer's node partitions differ mostly in channels, filters and samples: the
+    # mappings kept for one must not be given to another they do not fit; each block's, worked
+    # out after another's, as the template says, and the same when nothing is kept
+    layer = ALEXNET["conv2_a"]
+    first = {"G": 1, **block}
+    second = first | other
+    pe_mappings("row_stationary", layer, first, array, stream_rows=streamed)
+    maps = pe_mappings("row_stationary", layer, second, array, stream_rows=streamed)
+    rows, cols = array
+    spare_rows, spare_cols = rows // fold(second["S"], rows)[0], cols // fold(second["Y"], cols)[0]
+    over_rows = [d for d in "CK" if spare_rows > 1 and second[d] > 1] or [None]
+    over_cols = [d for d in "NK" if spare_cols > 1 and second[d] > 1] or [None]
+    assert len(maps) == len(over_rows) * len(over_cols)
+    for m, (rd, cd) in zip(maps, [(r, c) for r in over_rows for c in over_cols], strict=True):
+        assert m.note.startswith(f"replicate rows over {rd or '-'}, columns over {cd or '-'}")
+        replicas = {(st_.dim, st_.rows, st_.cols) for st_ in m.stacks[2:]}
+        assert replicas == ({(rd, fold(second[rd], spare_rows)[0], 1)} if rd else set()) | (
+            {(cd, 1, fold(second[cd], spare_cols)[0])} if cd and cd != rd else set())
+    row_stationary._mappings.cache_clear()
+    mapping_module._streamed_rows.clear()
+    fresh = pe_mappings("row_stationary", layer, second, array, stream_rows=streamed)
+    assert [(m, m.note) for m in maps] == [(m, m.note) for m in fresh]
+
+
+def test_a_mappings_kept_hash_is_its_values_whatever_its_note():
+    a = PeMapping("row_stationary", (("R", 3),), (Stack("Y", 1, 4),), (Loop("X", 5),), note="a")
+    b = PeMapping("row_stationary", (("R", 3),), (Stack("Y", 1, 4),), (Loop("X", 5),), note="b")
+    assert a == b and hash(a) == hash(b) == hash((a.template, a.unit, a.stacks, a.inner))
+    assert pickle.loads(pickle.dumps(a)) == a and "_hash" not in pickle.loads(pickle.dumps(a)).__dict__

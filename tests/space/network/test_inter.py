@@ -37,6 +37,7 @@ from kapla.space.network.inter import (
 from kapla.space.network.segments import SegmentPlan, schedule_order, segment_plans, slots_of
 from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
+from tests.conftest import random_block, repeated_blocks
 
 MULTINODE = load_arch("multinode")
 SMALL = load_arch("multinode").with_node_region(4, 4)
@@ -437,30 +438,12 @@ def test_segments_whose_layers_read_one_fmap_or_two_from_dram_are_not_of_one_kin
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans(), st.sampled_from([16, 32])),
-                min_size=2, max_size=5),
-       st.lists(st.booleans(), min_size=3, max_size=3), st.booleans())
+@given(random_block, st.lists(st.booleans(), min_size=3, max_size=3), st.booleans())
 def test_segments_of_one_kind_in_random_networks_have_the_schemes_and_flow_of_the_first_renamed(block, taps, training):
-    # a block of layers wired at random (fcs of two widths, additions joining two fmaps of one
-    # width), repeated three times, some blocks' layers also read at the end: segments alike in
-    # shape but not in where their data come from or go must not be taken for one kind
-    b = NetworkBuilder("random", 4)
-    x = b.fc("stem", b.input("x", 16), 16)
-    tapped = []
-    for n, tap in enumerate(taps):
-        local = [x]
-        for i, (p, q, join, width) in enumerate(block):
-            a, c = local[p % len(local)], local[q % len(local)]
-            if join and a != c and b.shape_of(a) == b.shape_of(c):
-                local.append(b.eltwise(f"add{n}_{i}", [a, c]))
-            else:
-                local.append(b.fc(f"fc{n}_{i}", a, width))
-        if tap:
-            tapped.append(b.fc(f"tap{n}", local[1], 16))
-        x = b.fc(f"out{n}", local[-1], 16)
-    if tapped:
-        b.eltwise("taps", tapped + [x] if len(tapped) > 1 else [tapped[0], x])
-    net = b.build(training=training)
+    # a block of layers wired at random, repeated three times, some blocks' layers also read at
+    # the end: segments alike in shape but not in where their data come from or go must not be
+    # taken for one kind
+    net = repeated_blocks(block, taps, training)
     first: dict = {}
     for ending in segment_plans(net, 5):
         for p in ending:

@@ -20,6 +20,7 @@ from typing import cast
 from kapla.arch.mapping import get_pe_mapping
 from kapla.dataflow.directives import Loop, Stack
 from kapla.errors import ArchError
+from kapla.memo import kept_hash, without_kept_hash
 from kapla.workload.layer import Layer
 
 
@@ -32,6 +33,11 @@ class PeMapping:
     stacks: tuple[Stack, ...]
     inner: tuple[Loop, ...] = ()  # temporal loops fixed innermost at the PE level (outermost first)
     note: str = field(default="", compare=False)
+
+    # a layer's frames look its mappings up by value, one per block of nodes (GoogLeNet's
+    # training DAG: 30,000 blocks for 400 distinct mappings, :func:`streamed_rows`)
+    __hash__ = kept_hash
+    __getstate__ = without_kept_hash
 
     @property
     def unit_dims(self) -> dict[str, int]:
@@ -60,7 +66,7 @@ def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
     """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``
     (``stream_rows``: each with :func:`streamed_rows`)."""
     mappings = _mapping_fn(get_pe_mapping(template).mapping)(layer, extents, pe_array)
-    return [streamed_rows(m) for m in mappings] if stream_rows else mappings
+    return [_streamed(m) for m in mappings] if stream_rows else mappings
 
 
 #: The output dims a PE streams through itself when its register file is
@@ -86,6 +92,22 @@ def streamed_rows(mapping: PeMapping) -> PeMapping:
         return mapping
     return PeMapping(mapping.template, tuple(unit.items()), mapping.stacks, tuple(kept),
                      f"{mapping.note}, rows streamed" if mapping.note else "rows streamed")
+
+
+#: :func:`streamed_rows` of each mapping (by value and note: the note is not compared, but is
+#: part of what it gives), for the blocks that ask for the same one
+_streamed_rows: dict[tuple[PeMapping, str], PeMapping] = {}
+_STREAMED_KEPT = 1 << 12  # mappings kept at most (all are dropped when full: a bound on memory)
+
+
+def _streamed(mapping: PeMapping) -> PeMapping:
+    key = (mapping, mapping.note)
+    found = _streamed_rows.get(key)
+    if found is None:
+        if len(_streamed_rows) >= _STREAMED_KEPT:
+            _streamed_rows.clear()
+        found = _streamed_rows[key] = streamed_rows(mapping)
+    return found
 
 
 @cache

@@ -18,6 +18,7 @@ from kapla.space.network.inter import estimate, inter_schemes, may_fit, placemen
 from kapla.space.network.segments import segment_plans
 from kapla.workload.network import NetworkBuilder
 from kapla.workload.zoo import get_network
+from tests.conftest import random_block, repeated_blocks
 
 
 def test_segments_costed_with_shared_layer_costs_cost_what_each_alone_costs():
@@ -51,6 +52,16 @@ def test_a_layer_solves_key_pickles_without_the_hash_it_keeps():
     back = [pickle.loads(pickle.dumps(key)) for key in keys]
     assert all("_hash" not in key.__dict__ for key in back)
     assert set(back) == keys
+
+
+def _sibling_blocks(training):
+    """Four blocks of two siblings reading one fmap, joined."""
+    b = NetworkBuilder("blocks", batch=4)
+    x = b.input("x", 16, 8)
+    for i in range(4):
+        y = b.conv(f"c{i}", x, 16, 3, pad=1)
+        x = b.eltwise(f"add{i}", [b.conv(f"e{i}", x, 16, 1), b.conv(f"d{i}", y, 16, 1)])
+    return b.build(training=training)
 
 
 def _schemes(net, arch):
@@ -143,12 +154,7 @@ def test_segments_alike_but_for_their_names_are_evaluated_once_and_cost_what_eac
 def test_schemes_of_one_kind_share_placements_and_solve_keys_by_position_named_each_its_own():
     # worked out for the first scheme of a kind, renamed for the others: each must be its own
     arch = load_arch("multinode_4x4")
-    b = NetworkBuilder("blocks", batch=4)
-    x = b.input("x", 16, 8)
-    for i in range(4):  # blocks of two siblings reading one fmap, joined
-        y = b.conv(f"c{i}", x, 16, 3, pad=1)
-        x = b.eltwise(f"add{i}", [b.conv(f"e{i}", x, 16, 1), b.conv(f"d{i}", y, 16, 1)])
-    net = b.build(training=True)
+    net = _sibling_blocks(training=True)
     schemes = _schemes(net, arch)
     assert any(p.shares_input_of for inter in schemes for p in placements(net, arch, inter).values())
     solver = SegmentSolver(net, arch, LayerService(KaplaIntraSolver(), arch), OBJECTIVES)
@@ -191,36 +197,13 @@ def _costs_match_own_variants(net, arch):
 def test_a_segment_of_a_kind_seen_before_costs_what_its_own_variants_cost():
     # its schemes are made only when asked for: its costs are its kind's first's
     arch = load_arch("multinode_4x4")
-    b = NetworkBuilder("blocks", batch=4)
-    x = b.input("x", 16, 8)
-    for i in range(4):  # blocks of two siblings reading one fmap, joined
-        y = b.conv(f"c{i}", x, 16, 3, pad=1)
-        x = b.eltwise(f"add{i}", [b.conv(f"e{i}", x, 16, 1), b.conv(f"d{i}", y, 16, 1)])
     for training in (False, True):
-        schemes, kinds = _costs_match_own_variants(b.build(training=training), arch)
+        schemes, kinds = _costs_match_own_variants(_sibling_blocks(training), arch)
         assert kinds < schemes / 2
 
 
 @settings(max_examples=4, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.booleans(), st.sampled_from([16, 32])),
-                min_size=2, max_size=4),
-       st.lists(st.booleans(), min_size=3, max_size=3))
+@given(random_block.filter(lambda block: len(block) <= 4), st.lists(st.booleans(), min_size=3, max_size=3))
 def test_segments_of_random_repeated_blocks_cost_what_their_own_variants_cost(block, taps):
     # a randomly wired block repeated three times, some blocks tapped at the end
-    b = NetworkBuilder("random", 4)
-    x = b.fc("stem", b.input("x", 16), 16)
-    tapped = []
-    for n, tap in enumerate(taps):
-        local = [x]
-        for i, (p, q, join, width) in enumerate(block):
-            a, c = local[p % len(local)], local[q % len(local)]
-            if join and a != c and b.shape_of(a) == b.shape_of(c):
-                local.append(b.eltwise(f"add{n}_{i}", [a, c]))
-            else:
-                local.append(b.fc(f"fc{n}_{i}", a, width))
-        if tap:
-            tapped.append(b.fc(f"tap{n}", local[1], 16))
-        x = b.fc(f"out{n}", local[-1], 16)
-    if tapped:
-        b.eltwise("taps", tapped + [x] if len(tapped) > 1 else [tapped[0], x])
-    _costs_match_own_variants(b.build(), load_arch("multinode_4x4"))
+    _costs_match_own_variants(repeated_blocks(block, taps), load_arch("multinode_4x4"))
