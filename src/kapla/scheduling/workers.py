@@ -127,7 +127,7 @@ def worker_pool(jobs: int, always: bool = False, preload: Sequence[str] = ()) ->
     # The pool's threads in this process (the executor's manager, its queue's feeder) hand each
     # worker its next solve and take its answer; while this thread costs segments they wait for
     # the interpreter's lock, by default up to 5 ms a time, and a worker with a solve of 10 ms
-    # waits with them (EfficientNet-B0 on ``edge``: 1.32-1.39 -> 1.27-1.32 s)
+    # waits with them (EfficientNet-B0 on ``edge``, three pairs of runs: 1.30-1.43 -> 1.26-1.33 s)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, _SWITCH_SECONDS))
     try:
