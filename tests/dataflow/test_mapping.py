@@ -123,7 +123,7 @@ def test_row_stationary_mappings_of_alike_blocks_replicate_each_as_far_as_it_all
         assert replicas == ({(rd, fold(second[rd], spare_rows)[0], 1)} if rd else set()) | (
             {(cd, 1, fold(second[cd], spare_cols)[0])} if cd and cd != rd else set())
     row_stationary._mappings.cache_clear()
-    mapping_module._streamed_rows.clear()
+    mapping_module._streamed.cache_clear()
     fresh = pe_mappings("row_stationary", layer, second, array, stream_rows=streamed)
     assert [(m, m.note) for m in maps] == [(m, m.note) for m in fresh]
 

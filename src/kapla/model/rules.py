@@ -136,12 +136,10 @@ def used_units(nests: Nests) -> list[np.ndarray]:
     hardware: a stack's units lying wholly beyond the layer (which a valid
     nest never has: :func:`coverage`) get no work and move no data."""
     F = nests.combos
-    # a level without stacks (one unit: a single node's buffer) multiplies by one
-    per_level = [np.prod(_stack_use(nests, i), axis=1) if nests.stacks[i].dims.shape[1] else None
-                 for i in range(nests.levels)]
+    per_level = [np.prod(_stack_use(nests, i), axis=1) for i in range(nests.levels)]
     out = [np.ones(F, dtype=np.int64)]
     for p in reversed(per_level):
-        out.append(out[-1] if p is None else out[-1] * p)
+        out.append(out[-1] * p)
     return [u[nests.rows] for u in out[::-1]]
 
 

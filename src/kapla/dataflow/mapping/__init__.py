@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import cast
 
 from kapla.arch.mapping import get_pe_mapping
@@ -66,7 +66,7 @@ def pe_mappings(template: str, layer: Layer, extents: Mapping[str, int],
     """Candidate innermost mappings of ``layer`` covering ``extents`` on a ``pe_array``
     (``stream_rows``: each with :func:`streamed_rows`)."""
     mappings = _mapping_fn(get_pe_mapping(template).mapping)(layer, extents, pe_array)
-    return [_streamed(m) for m in mappings] if stream_rows else mappings
+    return [_streamed(m, m.note) for m in mappings] if stream_rows else mappings
 
 
 #: The output dims a PE streams through itself when its register file is
@@ -94,20 +94,11 @@ def streamed_rows(mapping: PeMapping) -> PeMapping:
                      f"{mapping.note}, rows streamed" if mapping.note else "rows streamed")
 
 
-#: :func:`streamed_rows` of each mapping (by value and note: the note is not compared, but is
-#: part of what it gives), for the blocks that ask for the same one
-_streamed_rows: dict[tuple[PeMapping, str], PeMapping] = {}
-_STREAMED_KEPT = 1 << 12  # mappings kept at most (all are dropped when full: a bound on memory)
-
-
-def _streamed(mapping: PeMapping) -> PeMapping:
-    key = (mapping, mapping.note)
-    found = _streamed_rows.get(key)
-    if found is None:
-        if len(_streamed_rows) >= _STREAMED_KEPT:
-            _streamed_rows.clear()
-        found = _streamed_rows[key] = streamed_rows(mapping)
-    return found
+@lru_cache(maxsize=1 << 12)
+def _streamed(mapping: PeMapping, note: str) -> PeMapping:
+    """:func:`streamed_rows` of ``mapping``, kept for the blocks that ask for the same one;
+    by value and ``note`` (its note, which is not compared but is part of what it gives)."""
+    return streamed_rows(mapping)
 
 
 @cache

@@ -834,10 +834,11 @@ def _best(search: Search, chains: list[_Chain]) -> _Best:
     for chain in chains:
         # ranked by their costs; only the best chain's segments are made (a deep network's chains
         # hold thousands of segments of a few kinds, :meth:`SegmentSolver.costs`)
-        costs = [dict(segsolver.costs(inter)).get(variant) for inter, variant in chain.steps if variant is not None]
-        if len(costs) < len(chain.steps) or any(cost is None for cost in costs):
+        found = [dict(segsolver.costs(inter)).get(variant) for inter, variant in chain.steps if variant is not None]
+        costs = [cost for cost in found if cost is not None]
+        if len(costs) < len(chain.steps):
             continue
-        key = objective.key(*sum_costs(cost_of(cost) for cost in costs if cost is not None))
+        key = objective.key(*sum_costs(cost_of(cost) for cost in costs))
         if best is None or key < best[0]:
             best = (key, chain.steps)
     if best is None:  # pragma: no cover - the layer-by-layer chain is always valid or raised above
