@@ -88,16 +88,21 @@ def _every_block_worked_out(space, frames, arr, beam):
         levels._with_dram_extra = real
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
 @given(c=st.sampled_from([3, 16, 48, 96]), k=st.sampled_from([8, 32, 64, 128]), hw=st.sampled_from([7, 13, 28]),
        r=st.sampled_from([1, 3, 5]), batch=st.sampled_from([1, 4, 16]),
        design=st.sampled_from(["multinode", "eyeriss", "edge", "simba", "four_level"]),
-       beam=st.integers(1, 4))
-def test_register_blocks_worked_out_lazily_are_those_of_working_out_all(c, k, hw, r, batch, design, beam):
+       beam=st.integers(1, 4), first_rows=st.sampled_from([0, 64, 10_000]))
+def test_register_blocks_worked_out_lazily_are_those_of_working_out_all(c, k, hw, r, batch, design, beam,
+                                                                          first_rows, monkeypatch):
     """The register blocks ranked with the DRAM re-fetch worked out only for the
     blocks cheapest by energy are the blocks, in the order, of working it out for
-    every block: random layers, hardware and beams."""
+    every block: random layers, hardware and beams, whatever the first batch of
+    blocks worked out (none beyond the per-frame minimum, or every block)."""
     from kapla.search.layer.kapla.estimates import frame_arrays
+
+    monkeypatch.setattr(levels, "_FIRST_ROWS", first_rows)  # (each example sets its own)
 
     path = EXAMPLES / f"{design}.yaml"
     arch = load_arch(str(path) if path.exists() else design)
@@ -161,6 +166,46 @@ def test_register_blocks_of_a_frame_do_not_depend_on_what_was_asked_before(c, k,
             assert [(s.unit.tolist(), s.left.tolist()) for s in got_blocks[i]] == \
                 [(s.unit.tolist(), s.left.tolist()) for s in states]
         np.testing.assert_array_equal(got_best, want_best)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(["conv", "dw", "pool", "eltwise", "fc"]), c=st.sampled_from([3, 32, 96]),
+       hw=st.sampled_from([7, 14, 56]), batch=st.sampled_from([1, 4]),
+       design=st.sampled_from(["edge", "four_level_pe_buffer", "interstellar_two_level_rf"]))
+def test_a_frame_alone_is_solved_as_when_ranked(op, c, hw, batch, design, monkeypatch):
+    """On a one-node chip a layer has a single frame: it is descended without its
+    estimates worked out (no DRAM estimate of it), and the schemes are those of
+    ranking it first (random layers of each kind, every objective)."""
+    from kapla.search.layer.kapla.solver import KaplaIntraSolver
+
+    layer = {"conv": lambda: Layer("l", Op.CONV, c=c, k=2 * c, h=hw, w=hw, s=3, r=3),
+             "dw": lambda: Layer("l", Op.CONV, c=c, k=c, h=hw, w=hw, s=3, r=3, groups=c),
+             "pool": lambda: Layer("l", Op.POOL, c=c, k=c, h=hw, w=hw, s=2, r=2, stride=(2, 2), mode="max"),
+             "eltwise": lambda: Layer("l", Op.ELTWISE, c=c, k=c, h=hw, w=hw, mode="add", n_inputs=2),
+             "fc": lambda: Layer("l", Op.FC, c * hw, 4 * c, 1, 1)}[op]()
+    path = EXAMPLES / f"{design}.yaml"
+    problem = Problem(layer, batch, load_arch(str(path) if path.exists() else design))
+    if len(LayerSpace(problem)) != 1:
+        return
+    objectives = ("energy", "latency", "edp")
+    ranked = []
+    real = levels._Estimates._compute
+
+    def computed(self, idx):
+        ranked.append(len(idx))
+        real(self, idx)
+
+    # (a context per example: hypothesis runs them all in one test call)
+    with monkeypatch.context() as m:
+        m.setattr(levels._Estimates, "_compute", computed)
+        alone = KaplaIntraSolver().schemes_each(problem, objectives)
+        assert not ranked
+        m.setattr(levels, "_ALONE_UNRANKED", False)
+        first = KaplaIntraSolver().schemes_each(problem, objectives)
+        assert ranked  # the ranking did work its estimate out
+    assert [s for s, _, _ in alone] == [s for s, _, _ in first]
+    assert all(s is not None for s, _, _ in alone)
 
 
 @given(st.lists(st.lists(st.integers(1, 6), min_size=6, max_size=6), max_size=40))

@@ -46,6 +46,7 @@ and checked against every buffer before they can win.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -100,6 +101,7 @@ REFINE_REGF = 12  # and this many more, the first by the register-aware estimate
 _RELAXED_SEED = True  # the best end of a relaxed frame is refined too
 _BEST_SIBLING = True  # the frame of the best scheme brings its most-shared sibling
 _SHARED_SIBLINGS = True  # with a middle level, each template frame descended brings its most-shared sibling
+_ALONE_UNRANKED = True  # a frame alone is descended without its estimates worked out
 _FEED_COSTS = True  # register blocks and the model's own ranking costed under the problem's feed
 _FED_SIBLINGS = True  # under a feed, each frame descended brings its sibling sharing none of the data kept on chip
 SEEDS = 2  # descended blockings refined locally: the best of all frames' (each frame offering its best SEEDS)
@@ -302,10 +304,16 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # ranks them behind the template's (it assumes strips reload their halos
     # and partial filters their windows), but their best register block can
     # be the best of all (AlexNet conv1 on a 4x4 block of nodes: a third lower)
-    among = int(relaxed[est.least(everything, refine, est.on)].sum())  # those ranked among the first
-    head = (est.least(plain, refine, est.on).tolist()
-            + est.least(everything[relaxed], max(among, refine // _RELAXED_SHARE), est.on).tolist())
-    if refine_regf:
+    # a frame alone is first whatever its estimate (a chip of one node: most solves on ``edge``),
+    # which is then not worked out (a DRAM estimate is about a twentieth of such a solve)
+    alone = _ALONE_UNRANKED and len(everything) == 1 and refine > 0
+    if alone:
+        head = everything.tolist()
+    else:
+        among = int(relaxed[est.least(everything, refine, est.on)].sum())  # those ranked among the first
+        head = (est.least(plain, refine, est.on).tolist()
+                + est.least(everything[relaxed], max(among, refine // _RELAXED_SHARE), est.on).tolist())
+    if refine_regf and not alone:
         # the on-chip bound assumes registers that hold a PE's whole block;
         # where they cannot, a frame it ranks low can be the best
         # worked out only for the frames the ranking reaches, once per kind of frame
@@ -349,8 +357,9 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # a feed: the estimates ignore it, and where the data come from or go to
     # can tell mirror images apart
     fed = space.problem.fed is not None
-    twins = {i: (est.key(i), float(refined[j]), bool(relaxed[i]), tuple(sorted(space.frames[i].rest)))
-             + ((i,) if fed else ()) for j, i in enumerate(head)}
+    twins = {i: ((i,) if alone else (est.key(i), float(refined[j]), bool(relaxed[i]),
+                                      tuple(sorted(space.frames[i].rest))) + ((i,) if fed else ()))
+             for j, i in enumerate(head)}
     with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
@@ -392,8 +401,9 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
         # the frames past those descended, in the estimate's order: only
         # reached where the buffers or a feed rule the first ones out
         yield from ((i, None) for i in order if i not in taken)
-        yield from ((i, None) for i in est.least(everything, len(everything), est.on).tolist()
-                    if i not in taken and i not in chosen)
+        if len(chosen) < len(everything):  # (else none is left: a frame alone is not ranked)
+            yield from ((i, None) for i in est.least(everything, len(everything), est.on).tolist()
+                        if i not in taken and i not in chosen)
 
     return [(i, blocks[i]) for i in first], rest(), evaluated, arr
 
@@ -408,9 +418,16 @@ class _Estimates:
 
     def __init__(self, arr: FrameArrays, arch: ArchSpec) -> None:
         self.arr, self.arch = arr, arch
-        self.on = estimates.on_chip(arr, arch)
-        self.once = estimates.fetch_once(arr, arch)
-        self.dram = np.full(len(self.on), np.nan)
+        self.dram = np.full(len(arr.rest), np.nan)
+
+    # worked out when a ranking first needs them: a frame alone needs none
+    @functools.cached_property
+    def on(self) -> np.ndarray:
+        return estimates.on_chip(self.arr, self.arch)
+
+    @functools.cached_property
+    def once(self) -> np.ndarray:
+        return estimates.fetch_once(self.arr, self.arch)
 
     def _compute(self, idx: np.ndarray) -> None:
         missing = idx[np.isnan(self.dram[idx])]
@@ -728,6 +745,10 @@ def _coverable(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | Non
 
 
 _FIRST_EXTRAS = 8  # register blocks per frame whose DRAM estimate is worked out first (then twice as many)
+# and at least this many blocks in all: a call's cost is mostly fixed, and where the re-fetch outweighs
+# the blocks' energy differences (an element-wise layer on one node) few are sure after each batch, so
+# growing from 8 took four calls a solve (EfficientNet-B0 on ``edge``: its scalings and poolings 10 % faster)
+_FIRST_ROWS = 64
 
 
 def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings | None]],
@@ -758,7 +779,8 @@ def _with_dram_extra(items: Sequence[tuple[FrameEvaluator, np.ndarray, Blockings
     while todo:
         need = [f for f in todo if at[f] == len(order[f]) and done[f] < len(by_energy[f])]
         if need:
-            idxs = [by_energy[f][done[f]:max(_FIRST_EXTRAS, 2 * done[f])] for f in need]
+            first = max(_FIRST_EXTRAS, _FIRST_ROWS // len(need))
+            idxs = [by_energy[f][done[f]:max(first, 2 * done[f])] for f in need]
             units = np.concatenate([items[f][1][idx] for f, idx in zip(need, idxs, strict=True)])
             whole = rows.take(np.repeat(np.array(need, dtype=np.int64), [len(idx) for idx in idxs])).with_units(units)
             extra = np.concatenate([estimates.dram(whole.take(np.arange(a, min(a + _ROWS_PER_CALL, len(units)))),
