@@ -386,7 +386,7 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
     S = len(arr.rest)
     in_dims = [i for i in range(ND) if np.any(arr.in0[:, i] > 1)]
     best = np.full(S, np.inf)
-    tab_c, tab_g = _count_tables(arr, arr.mu, arr.s0)
+    tabs = _count_tables(arr, arr.mu, arr.s0)
     windows: dict[tuple[int, int], tuple] = {}
     for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking loops whole above the registers
@@ -394,10 +394,8 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         row = fam.row
         at = fam.filter_counts()
         if at not in windows:
-            windows[at] = (_window_tables(tab_c, layer, at), _window_tables(tab_g, layer, at))
-        c0 = fam.pick(tab_c)
-        fp_c = _footprint_products(c0, *fam.pick_windows(windows[at][0]))
-        fp_g = _footprint_products(fam.pick(tab_g), *fam.pick_windows(windows[at][1]))
+            windows[at] = _window_tables(tabs, layer, at)
+        c0, fp_c, fp_g = fam.footprints(tabs, windows[at])
         held = _held_extents(c0, arch)
         fp_held = fp_c if held is c0 else footprints_of(held, layer)
         words: dict = {}
@@ -491,15 +489,27 @@ class _Family:
         return len(_SPLITS) - 1 if j in self.counts else 0
 
     def _place(self, j: int, values: np.ndarray) -> np.ndarray:
-        """Dim ``j``'s values ``(S, K)``, one per count of ``arr.choices``, on the grid:
-        all of them along an outer dim's axis, else the one of the dim's single count."""
+        """Dim ``j``'s values ``(..., S, K)``, one per count of ``arr.choices``, on the grid
+        (after any leading axes): all of them along an outer dim's axis, else the one of
+        the dim's single count."""
+        lead = values.shape[:-2]
         if j in self._axis:
-            return values.reshape(self._axis[j])
-        return values[:, self._count_index(j)].reshape((self.S,) + self._ones)
+            return values.reshape(lead + self._axis[j])
+        return values[..., self._count_index(j)].reshape(lead + (self.S,) + self._ones)
 
     def pick(self, table: np.ndarray) -> list[np.ndarray]:
-        """Per loop dim, its values of ``table`` ``(S, 8, K)`` (:func:`_count_tables`) on the grid."""
-        return [self._place(j, table[:, j, :]) for j in range(ND)]
+        """Per loop dim, its values of ``table`` ``(..., S, 8, K)`` (:func:`_count_tables`) on the grid."""
+        return [self._place(j, table[..., j, :]) for j in range(ND)]
+
+    def footprints(self, tables: np.ndarray, windows: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[list[np.ndarray], dict[Kind, np.ndarray], dict[Kind, np.ndarray]]:
+        """The node blocks' extents on the grid, and the footprints of the node and
+        group blocks (:func:`_count_tables`, with their :func:`_window_tables`), both
+        worked out as one stack: a family is a few hundred numpy calls on small grids."""
+        picked = self.pick(tables)
+        both = _footprint_products(picked, *self.pick_windows(windows))
+        return ([e[0] for e in picked], {k: v[0] for k, v in both.items()},
+                {k: v[1] for k, v in both.items()})
 
     def pick_windows(self, tables: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The rows and columns of input a block spans (:func:`_window_tables`) on the grid."""
@@ -511,23 +521,23 @@ class _Family:
         return self._count_index(_FILTER[0]), self._count_index(_FILTER[1])
 
 
-def _count_tables(arr: FrameArrays, base: np.ndarray, stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, loop dim and count of ``arr.choices`` ``(S, 8, K)``: the block
+def _count_tables(arr: FrameArrays, base: np.ndarray, stacks: np.ndarray) -> np.ndarray:
+    """Per row, loop dim and count of ``arr.choices``, ``(2, S, 8, K)``: the block
     ``base`` times what that many loops above leave, clipped to the layer, and
     that block ``stacks`` times over (clipped too). Every family of a call picks
     its blocks from these (:meth:`_Family.pick`): worked out once, not per family."""
     full = arr.full[None, :, None]
     own = np.minimum(base[:, :, None] * (arr.rest[:, :, None] // arr.choices), full)
-    return own, np.minimum(own * stacks[:, :, None], full)
+    return np.stack((own, np.minimum(own * stacks[:, :, None], full)))
 
 
 def _window_tables(table: np.ndarray, layer: Layer, counts: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """The rows and columns of input the blocks of ``table`` (:func:`_count_tables`)
     span, per row and count of their Y and X dims ``(S, K)``, under the filter
-    extents (S, R) at ``counts`` (:meth:`_Family.filter_counts`)."""
+    extents (S, R) at ``counts`` (:meth:`_Family.filter_counts`); any leading axes kept."""
     y, x, s, r = (DIM_INDEX[d] for d in "YXSR")
-    return _spans(table[:, y, :], table[:, s, counts[0]:counts[0] + 1], table[:, x, :],
-                  table[:, r, counts[1]:counts[1] + 1], layer)
+    return _spans(table[..., y, :], table[..., s, counts[0]:counts[0] + 1], table[..., x, :],
+                  table[..., r, counts[1]:counts[1] + 1], layer)
 
 
 def _running_products(counts: list[np.ndarray]) -> list[np.ndarray]:
@@ -656,7 +666,7 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
     hop, bandwidth, static = arch.hop_energy, arch.dram_bandwidth_words, arch.static_energy
     with_noc = bool(dist.any())
     shared_kinds = {k for k, n in shr.items() if (n != 1).any()}
-    tab_c, tab_g = _count_tables(arr, base, s1)
+    tabs = _count_tables(arr, base, s1)
     windows: dict[tuple[int, int], tuple] = {}
     for T in dict.fromkeys(r.kind for r in roles):
         # a filter a relaxed mapping leaves to blocking is held whole in the node
@@ -665,9 +675,8 @@ def _dram_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         row = fam.row
         at = fam.filter_counts()
         if at not in windows:
-            windows[at] = (_window_tables(tab_c, layer, at), _window_tables(tab_g, layer, at))
-        fps_c = _footprint_products(fam.pick(tab_c), *fam.pick_windows(windows[at][0]))
-        fps_g = _footprint_products(fam.pick(tab_g), *fam.pick_windows(windows[at][1]))
+            windows[at] = _window_tables(tabs, layer, at)
+        _, fps_c, fps_g = fam.footprints(tabs, windows[at])
         words: dict = {}  # whole words per kind (exact as integers)
         for r in roles:
             need = fps_c[r.kind]
