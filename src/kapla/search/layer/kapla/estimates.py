@@ -395,7 +395,8 @@ def _regf_family(arr: FrameArrays, arch: ArchSpec, varying: list[int]) -> np.nda
         at = fam.filter_counts()
         if at not in windows:
             windows[at] = _window_tables(tabs, layer, at)
-        c0, fp_c, fp_g = fam.footprints(tabs, windows[at])
+        picked, fp_c, fp_g = fam.footprints(tabs, windows[at])
+        c0 = [e[0] for e in picked]
         held = _held_extents(c0, arch)
         fp_held = fp_c if held is c0 else footprints_of(held, layer)
         words: dict = {}
@@ -503,13 +504,13 @@ class _Family:
 
     def footprints(self, tables: np.ndarray, windows: tuple[np.ndarray, np.ndarray]
                    ) -> tuple[list[np.ndarray], dict[Kind, np.ndarray], dict[Kind, np.ndarray]]:
-        """The node blocks' extents on the grid, and the footprints of the node and
-        group blocks (:func:`_count_tables`, with their :func:`_window_tables`), both
-        worked out as one stack: a family is a few hundred numpy calls on small grids."""
+        """The blocks' extents on the grid (stacked: node blocks first), and the
+        footprints of the node and group blocks (:func:`_count_tables`, with their
+        :func:`_window_tables`), both worked out as one stack: a family is a few
+        hundred numpy calls on small grids."""
         picked = self.pick(tables)
         both = _footprint_products(picked, *self.pick_windows(windows))
-        return ([e[0] for e in picked], {k: v[0] for k, v in both.items()},
-                {k: v[1] for k, v in both.items()})
+        return picked, {k: v[0] for k, v in both.items()}, {k: v[1] for k, v in both.items()}
 
     def pick_windows(self, tables: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The rows and columns of input a block spans (:func:`_window_tables`) on the grid."""
