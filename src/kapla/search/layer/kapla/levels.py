@@ -357,9 +357,12 @@ def _rank(space: LayerSpace, top: int, refine: int, beam: int, refine_regf: int 
     # a feed: the estimates ignore it, and where the data come from or go to
     # can tell mirror images apart
     fed = space.problem.fed is not None
-    twins = {i: ((i,) if alone else (est.key(i), float(refined[j]), bool(relaxed[i]),
-                                      tuple(sorted(space.frames[i].rest))) + ((i,) if fed else ()))
-             for j, i in enumerate(head)}
+    twins: dict[int, tuple]
+    if alone:  # no other frame to be a mirror image of
+        twins = {i: (i,) for i in head}
+    else:
+        twins = {i: (est.key(i), float(refined[j]), bool(relaxed[i]), tuple(sorted(space.frames[i].rest)))
+                 + ((i,) if fed else ()) for j, i in enumerate(head)}
     with_blocks = _first_of_each(with_blocks, twins)
     kept = set([i for i in with_blocks if not relaxed[i]][:top]
                + [i for i in with_blocks if relaxed[i]][:max(top // 2, 1)])
