@@ -58,6 +58,7 @@ from kapla.errors import KaplaError
 from kapla.model.objective import OBJECTIVES, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
+from kapla.search.network.tangram.groups_calibration import GroupsCalibration
 from kapla.search.network.tangram.segment_solver import Found, SegmentSolver, each_call
 from kapla.search.result import ScheduleResult, Stopped, cycles, from_steps, pinned_load
 from kapla.search.sampling import DEFAULT_P, check_probability, check_seed, generator
@@ -473,9 +474,16 @@ class KaplaStrategy:
         are solved then does not depend on it, so the search for one objective
         sees the chains the search for another returns (the top ``top_k`` by
         one objective's estimate can leave out a chain that is better in it
-        once solved, e.g. one found under latency with less energy)."""
+        once solved, e.g. one found under latency with less energy).
+
+        Before each round, the estimates of grouped schemes not solved yet are
+        scaled by how far those of as many groups solved so far came from
+        theirs (:class:`GroupsCalibration`): the estimate does not see what a
+        smaller piece of the batch costs each layer."""
         segsolver, order = search.segsolver, search.order
+        grouped = GroupsCalibration()
         for round_ in range(self.rounds):
+            _calibrate(options, grouped)
             chains = _union(*(_top_chains(order, options, self.top_k, *rank) for rank in ranks))
             todo = list(dict.fromkeys(inter for chain in chains for inter, variant in chain.steps if variant is None))
             if not todo:
@@ -493,7 +501,9 @@ class KaplaStrategy:
                     search.progress(f"solving segments (round {round_ + 1})", n + 1, len(todo))
                 entries = options[order.index(inter.layers[-1])]
                 k = next(k for k, e in enumerate(entries) if e[1] == (inter, None))
-                entries[k:k + 1] = _solved_options(entries[k][0], inter, segsolver.costs(inter))
+                solved = _solved_options(entries[k][0], inter, segsolver.costs(inter))
+                grouped.learn(inter, grouped.estimate_of(inter, entries[k][2]), (cost for _, _, cost in solved))
+                entries[k:k + 1] = solved
             if search.interrupted:
                 search.stopped = (f"interrupted; the best schedule of the {search.stats.solved} inter-layer schemes "
                                   f"solved in {round_ + 1} of at most {self.rounds} rounds")
@@ -501,6 +511,18 @@ class KaplaStrategy:
         # the best chains of what was solved (true costs only; the single layers always are)
         known = {j: [o for o in entries if o[1][1] is not None] for j, entries in options.items()}
         return _union(*(_top_chains(order, known, self.top_k, *rank) for rank in ranks))
+
+
+def _calibrate(options: Options, grouped: GroupsCalibration) -> None:
+    """Scale the estimates of the grouped schemes not solved yet by what the
+    solved ones of as many groups showed (:mod:`.groups_calibration`)."""
+    factors = grouped.factors()
+    if not factors:
+        return
+    for entries in options.values():
+        for k, (start, step, cost) in enumerate(entries):
+            if step[1] is None and step[0].groups in factors:
+                entries[k] = (start, step, grouped.scaled(step[0], cost, factors))
 
 
 def _solved_options(start: int, inter: InterScheme, variants: list[tuple[str, SegmentCost]]
