@@ -5,11 +5,12 @@ of the batch: its blocks shrink, and its buffers and buses move more data
 per MAC. The inter-layer estimate (:func:`kapla.space.network.inter.estimate`)
 counts compulsory traffic only and does not see that; each layer's
 calibration is made alone, on the whole batch. So the estimates of grouped
-segments are too low, and by more the more groups there are (GoogLeNet's and
-Inception-v3's training DAGs on ``multinode``: solved at a median 1.07-1.09
-times their estimate). KAPLA's DP then keeps picking grouped segments whose
-estimates beat solved chains, solving them round after round only to drop
-them.
+segments are too low, by a factor that depends on the network and the number
+of groups (on ``multinode``, the medians this learns by energy: 1.07-1.11 for
+Inception-v3's and GoogLeNet's training DAGs at 4 and 16 groups, 1.17-1.20
+for ResNet-50's inference). KAPLA's DP then keeps picking grouped
+segments whose estimates beat solved chains, solving them round after round
+only to drop them.
 
 :class:`GroupsCalibration` learns, per number of groups, the median ratio of
 the solved cost to the estimate, energy and time apart, over the grouped
