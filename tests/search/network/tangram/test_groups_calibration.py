@@ -94,3 +94,23 @@ def test_the_dp_ranks_grouped_estimates_scaled_by_the_median_of_those_solved(mon
                     assert cost == first[step[0]]
     assert checked > 0, "no grouped scheme was solved and another left: the case does not test the calibration"
 
+
+
+def test_a_search_with_no_grouped_segment_is_the_same_as_without_the_calibration(monkeypatch):
+    # at a batch of one no segment is grouped: the calibration must leave the search exactly as it was
+    net, arch = get_network("mobilenet", 1), load_arch("multinode").with_node_region(4, 4)
+    calibrated = run_parts(net, arch, kapla_dp(), KaplaIntraSolver(), jobs=1)
+    learned: list = []
+    learn = GroupsCalibration.learn
+
+    def spy(self, inter, estimate, solved):
+        learned.append(inter.groups)
+        return learn(self, inter, estimate, solved)
+
+    monkeypatch.setattr(GroupsCalibration, "learn", spy)
+    monkeypatch.setattr(scheduler, "_calibrate", lambda options, grouped: None)
+    plain = run_parts(net, arch, kapla_dp(), KaplaIntraSolver(), jobs=1)
+    assert learned and set(learned) == {1}  # segments were solved, none of them grouped
+    assert calibrated.energy_j == plain.energy_j and calibrated.time == plain.time
+    assert [lr.scheme for lr in calibrated.layers] == [lr.scheme for lr in plain.layers]
+    assert calibrated.segments == plain.segments
