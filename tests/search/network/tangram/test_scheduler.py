@@ -10,7 +10,7 @@ from kapla.api import schedule
 from kapla.arch import load_arch
 from kapla.errors import KaplaError
 from kapla.model import evaluate
-from kapla.model.objective import Objective
+from kapla.model.objective import LexicographicRank, Objective
 from kapla.scheduling.layers import LayerService
 from kapla.scheduling.run import run_parts
 from kapla.search.layer.kapla.solver import KaplaIntraSolver
@@ -242,6 +242,26 @@ def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(la
     for rank, slack in _ranks(None) + _ranks((2.0, 5.0)) + _ranks((0.1, 0.30000000000000004)):
         assert slack is not None
         assert _top_chains(order, options, k, rank, slack) == _top_chains(order, options, k, rank)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 5), st.data())
+def test_a_rank_by_the_cost_terms_themselves_keeps_the_chains_its_key_keeps(layers, k, data):
+    # energy, latency and EDP without a reference rank by terms of the cost pair: the DP
+    # sorts its sums by those terms directly, and must keep what ranking by the key keeps
+    options = {}
+    for j in range(layers):
+        for n in range(data.draw(st.integers(0 if j else 1, 6))):
+            start = data.draw(st.integers(0, j))
+            options.setdefault(j, []).append((start, (f"s{j}.{n}", None), (data.draw(_VALUES), data.draw(_VALUES))))
+    order = [f"l{i}" for i in range(layers)]
+    lexicographic = [(rank, slack) for rank, slack in _ranks(None) if isinstance(rank, LexicographicRank)]
+    assert len(lexicographic) == 3
+    for rank, slack in lexicographic:
+        as_key = lambda cost, rank=rank: rank(cost)  # noqa: E731 - the same order, as a plain key
+        want = _top_chains(order, options, k, as_key)
+        assert _top_chains(order, options, k, rank, slack) == want
+        assert _top_chains(order, options, k, rank) == want
 
 
 def test_the_segments_schemes_are_worked_out_while_the_workers_solve_the_single_layers():

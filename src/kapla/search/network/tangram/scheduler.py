@@ -47,15 +47,17 @@ because segment costs add up); its layers are solved for the objective asked for
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 from kapla.arch.spec import ArchSpec
 from kapla.dataflow.segment import SegmentScheme
 from kapla.errors import KaplaError
-from kapla.model.objective import OBJECTIVES, Objective
+from kapla.model.objective import OBJECTIVES, LexicographicRank, Objective
 from kapla.model.segment import SegmentCost
 from kapla.search.base import LayerService, NetworkScheduler, NetworkTask, Progress, SearchBudgetExceeded
 from kapla.search.network.tangram.groups_calibration import GroupsCalibration
@@ -162,19 +164,60 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
     the best ones of ``k`` other segments cannot give a kept chain: its chains
     are not formed at all (a deep network's DP: most of them). The same chains
     as without, in the same order (test_scheduler). None: every chain formed."""
-    def key(candidate: Candidate) -> tuple[float, float]:
-        return rank(candidate[0])
+    if isinstance(rank, LexicographicRank):
+        return _chains(order, options, _lexicographic_keep(rank.terms, k, slack))
 
     def keep(extensions: list[Extension]) -> list[Candidate]:
+        bound = math.inf
         if slack is not None and len(extensions) > k:
             firsts = [rank((ps[0].cost[0] + e, ps[0].cost[1] + t))[0] for _, (e, t), ps in extensions]
             bound = sorted(firsts)[k - 1]
             bound += slack * abs(bound)
             extensions = [ext for ext, first in zip(extensions, firsts, strict=True) if first <= bound]
-        # sorted(...)[:k] is what heapq.nsmallest returns (a stable sort's first k), sorted in C
-        return sorted(_formed(extensions), key=key)[:k]
+        # each sum ranked once; one past the bound comes after k sums that are not (the
+        # extensions' first ones within it): never kept, so never formed
+        ranked = [(key, cost, step, p) for step, (e, t), prefixes in extensions for p in prefixes
+                  if (key := rank(cost := (p.cost[0] + e, p.cost[1] + t)))[0] <= bound]
+        # a stable sort's first k (what heapq.nsmallest returns), sorted in C
+        ranked.sort(key=_FIRST_ITEM)
+        return [(cost, step, p) for _, cost, step, p in ranked[:k]]
 
     return _chains(order, options, keep)
+
+
+_FIRST_ITEM = itemgetter(0)
+
+
+def _lexicographic_keep(terms: tuple[int, ...], k: int, slack: float | None
+                        ) -> Callable[[list[Extension]], list[Candidate]]:
+    """:func:`_top_chains`'s ``keep`` for a rank that orders sums by terms of
+    the (energy, time) pair themselves (:class:`LexicographicRank`): the sums
+    are formed flat, ``(energy, time, step, prefix)``, and sorted by those
+    terms in C (the same stable order as by the rank's key; most of a deep
+    network's DP is this sort)."""
+    first = terms[0]
+    by = itemgetter(first) if terms[1] == first else itemgetter(first, terms[1])
+
+    def keep(extensions: list[Extension]) -> list[Candidate]:
+        if slack is not None and len(extensions) > k:
+            # the sums each extension's best prefix makes: at least k of them are within
+            # the k-th of those by the first term, and no sum past it can be kept
+            firsts = [ps[0].cost[first] + cost[first] for _, cost, ps in extensions]
+            bound = sorted(firsts)[k - 1]
+            bound += slack * abs(bound)
+            if first == 0:
+                sums = [(energy, p.cost[1] + time_, step, p) for step, (e, time_), prefixes in extensions
+                        for p in prefixes if (energy := p.cost[0] + e) <= bound]
+            else:
+                sums = [(p.cost[0] + e, time_, step, p) for step, (e, t), prefixes in extensions
+                        for p in prefixes if (time_ := p.cost[1] + t) <= bound]
+        else:
+            sums = [(p.cost[0] + e, p.cost[1] + t, step, p) for step, (e, t), prefixes in extensions
+                    for p in prefixes]
+        sums.sort(key=by)
+        return [((energy, time_), step, p) for energy, time_, step, p in sums[:k]]
+
+    return keep
 
 
 class _Partial:
