@@ -229,16 +229,21 @@ def test_dp_rounds_below_one_is_one_error_naming_the_option():
 _VALUES = st.sampled_from([0.0, 0.1, 0.2, 0.30000000000000004, 1.0, 1e-17, 3.0, 1e16, 7.5])
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 7), st.integers(1, 5), st.data())
-def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(layers, k, data):
-    # sums of costs that round alike and ties: the chains kept, and their order, must not change
+def _random_options(layers, data):
+    """A DP's layers and, per layer, segments ending there with costs that round alike and tie."""
     options = {}
     for j in range(layers):
         for n in range(data.draw(st.integers(0 if j else 1, 6))):
             start = data.draw(st.integers(0, j))
             options.setdefault(j, []).append((start, (f"s{j}.{n}", None), (data.draw(_VALUES), data.draw(_VALUES))))
-    order = [f"l{i}" for i in range(layers)]
+    return [f"l{i}" for i in range(layers)], options
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 5), st.data())
+def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(layers, k, data):
+    # sums of costs that round alike and ties: the chains kept, and their order, must not change
+    order, options = _random_options(layers, data)
     for rank, slack in _ranks(None) + _ranks((2.0, 5.0)) + _ranks((0.1, 0.30000000000000004)):
         assert slack is not None
         assert _top_chains(order, options, k, rank, slack) == _top_chains(order, options, k, rank)
@@ -249,12 +254,7 @@ def test_the_dp_that_skips_segments_behind_the_kth_best_keeps_the_same_chains(la
 def test_a_rank_by_the_cost_terms_themselves_keeps_the_chains_its_key_keeps(layers, k, data):
     # energy, latency and EDP without a reference rank by terms of the cost pair: the DP
     # sorts its sums by those terms directly, and must keep what ranking by the key keeps
-    options = {}
-    for j in range(layers):
-        for n in range(data.draw(st.integers(0 if j else 1, 6))):
-            start = data.draw(st.integers(0, j))
-            options.setdefault(j, []).append((start, (f"s{j}.{n}", None), (data.draw(_VALUES), data.draw(_VALUES))))
-    order = [f"l{i}" for i in range(layers)]
+    order, options = _random_options(layers, data)
     lexicographic = [(rank, slack) for rank, slack in _ranks(None) if isinstance(rank, LexicographicRank)]
     assert len(lexicographic) == 3
     for rank, slack in lexicographic:
