@@ -92,7 +92,7 @@ class LexicographicRank:
     can sort its sums by those terms as they are, with no key worked out per
     sum (ResNet-1001's DP ranks hundreds of thousands)."""
 
-    terms: tuple[int, ...]
+    terms: tuple[int, int]
 
     def __call__(self, cost: tuple[float, float]) -> tuple[float, float]:
         first, second = self.terms

@@ -188,7 +188,7 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
 _FIRST_ITEM = itemgetter(0)
 
 
-def _lexicographic_keep(terms: tuple[int, ...], k: int, slack: float | None
+def _lexicographic_keep(terms: tuple[int, int], k: int, slack: float | None
                         ) -> Callable[[list[Extension]], list[Candidate]]:
     """:func:`_top_chains`'s ``keep`` for a rank that orders sums by terms of
     the (energy, time) pair themselves (:class:`LexicographicRank`): the sums
