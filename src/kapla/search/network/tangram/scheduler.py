@@ -171,8 +171,7 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
         bound = math.inf
         if slack is not None and len(extensions) > k:
             firsts = [rank((ps[0].cost[0] + e, ps[0].cost[1] + t))[0] for _, (e, t), ps in extensions]
-            bound = sorted(firsts)[k - 1]
-            bound += slack * abs(bound)
+            bound = _kth_bound(firsts, k, slack)
             extensions = [ext for ext, first in zip(extensions, firsts, strict=True) if first <= bound]
         # each sum ranked once; one past the bound comes after k sums that are not (the
         # extensions' first ones within it): never kept, so never formed
@@ -186,6 +185,13 @@ def _top_chains(order: list[str], options: Options, k: int, rank: Rank, slack: f
 
 
 _FIRST_ITEM = itemgetter(0)
+
+
+def _kth_bound(firsts: list[float], k: int, slack: float) -> float:
+    """The first term past which no sum can be kept: the ``k``-th of the extensions'
+    best sums (``firsts``), let fall by ``slack`` (see :func:`_top_chains`)."""
+    bound = sorted(firsts)[k - 1]
+    return bound + slack * abs(bound)
 
 
 def _lexicographic_keep(terms: tuple[int, int], k: int, slack: float | None
@@ -203,8 +209,7 @@ def _lexicographic_keep(terms: tuple[int, int], k: int, slack: float | None
             # the sums each extension's best prefix makes: at least k of them are within
             # the k-th of those by the first term, and no sum past it can be kept
             firsts = [ps[0].cost[first] + cost[first] for _, cost, ps in extensions]
-            bound = sorted(firsts)[k - 1]
-            bound += slack * abs(bound)
+            bound = _kth_bound(firsts, k, slack)
             if first == 0:
                 sums = [(energy, p.cost[1] + time_, step, p) for step, (e, time_), prefixes in extensions
                         for p in prefixes if (energy := p.cost[0] + e) <= bound]
